@@ -1,0 +1,209 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Limits enforced by Validate.
+const (
+	MaxStreams = 64
+	// MaxTopicNameLength is Kafka's limit on topic names.
+	MaxTopicNameLength = 249
+)
+
+var topicNameChars = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+
+// Validate checks a defaulted config and returns every problem at once as a
+// field.ErrorList aggregate, each with its field path (for example
+// `topics.include[1]: Invalid value: "orders(": error parsing regexp: ...`).
+// It checks the file's own rules; handler expressions are compiled by the handler
+// package (mirror.ValidateConfig runs both).
+func (c *Config) Validate() error {
+	return c.ValidateFields(nil).ToAggregate()
+}
+
+// ValidateFields is Validate with every path rooted at root (nil for the file itself),
+// so the operator can report spec paths.
+func (c *Config) ValidateFields(root *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.APIVersion != APIVersion {
+		errs = append(errs, field.NotSupported(root.Child("apiVersion"), c.APIVersion, []string{APIVersion}))
+	}
+	if c.Kind != Kind {
+		errs = append(errs, field.NotSupported(root.Child("kind"), c.Kind, []string{Kind}))
+	}
+	errs = append(errs, c.Source.validate(root.Child("source"))...)
+	errs = append(errs, c.Target.validate(root.Child("target"))...)
+	if strings.TrimSpace(c.ConsumerGroup) == "" {
+		errs = append(errs, field.Required(root.Child("consumerGroup"), "the source consumer group that stores the mirror's progress"))
+	}
+	errs = append(errs, c.Topics.validate(root.Child("topics"))...)
+	switch c.Partitioning {
+	case PartitioningPreserve, PartitioningHash, PartitioningRoundRobin:
+	default:
+		errs = append(errs, field.NotSupported(root.Child("partitioning"), c.Partitioning,
+			[]Partitioning{PartitioningPreserve, PartitioningHash, PartitioningRoundRobin}))
+	}
+	if c.Streams < 1 || c.Streams > MaxStreams {
+		errs = append(errs, field.Invalid(root.Child("streams"), c.Streams, fmt.Sprintf("must be between 1 and %d", MaxStreams)))
+	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{
+		{"offsetCommitInterval", c.OffsetCommitInterval},
+		{"deliveryTimeout", c.DeliveryTimeout},
+		{"topicSyncInterval", c.TopicSyncInterval},
+	} {
+		if d.v.Duration <= 0 {
+			errs = append(errs, field.Invalid(root.Child(d.name), d.v.String(), "must be a positive duration"))
+		}
+	}
+	if c.MaxInFlightPerPartition < 1 {
+		errs = append(errs, field.Invalid(root.Child("maxInFlightPerPartition"), c.MaxInFlightPerPartition, "must be at least 1"))
+	}
+	for i, h := range c.Handlers {
+		errs = append(errs, h.validate(root.Child("handlers").Index(i))...)
+	}
+	if l := c.RebalanceListener; l != nil && strings.TrimSpace(l.Name) == "" {
+		errs = append(errs, field.Required(root.Child("rebalanceListener", "name"), "the name of a registered rebalance listener"))
+	}
+	if a := c.Metrics.Address; a != "0" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			errs = append(errs, field.Invalid(root.Child("metrics", "address"), a, "must be host:port or :port (\"0\" turns the endpoint off)"))
+		}
+	}
+	if c.Source.sameAs(c.Target) && c.Topics.Rename.isIdentity() {
+		errs = append(errs, field.Invalid(root.Child("target", "bootstrapServers"), c.Target.BootstrapServers,
+			"source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads"))
+	}
+	return errs
+}
+
+func (cl *Cluster) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(cl.BootstrapServers) == 0 {
+		errs = append(errs, field.Required(p.Child("bootstrapServers"), "at least one host:port"))
+	}
+	for i, s := range cl.BootstrapServers {
+		host, port, err := net.SplitHostPort(s)
+		if err != nil || host == "" || port == "" {
+			errs = append(errs, field.Invalid(p.Child("bootstrapServers").Index(i), s, "must be host:port"))
+		}
+	}
+	if t := cl.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+		errs = append(errs, field.Invalid(p.Child("tls"), "certFile/keyFile", "certFile and keyFile must be set together"))
+	}
+	if s := cl.SASL; s != nil {
+		sp := p.Child("sasl")
+		switch s.Mechanism {
+		case SASLPlain, SASLSCRAMSHA256, SASLSCRAMSHA512:
+		default:
+			errs = append(errs, field.NotSupported(sp.Child("mechanism"), s.Mechanism, []string{SASLPlain, SASLSCRAMSHA256, SASLSCRAMSHA512}))
+		}
+		if s.Username == "" {
+			errs = append(errs, field.Required(sp.Child("username"), ""))
+		}
+		if s.PasswordFile == "" {
+			errs = append(errs, field.Required(sp.Child("passwordFile"), "the file holding the password (credentials never go in this file)"))
+		}
+	}
+	return errs
+}
+
+func (cl Cluster) sameAs(o Cluster) bool {
+	if len(cl.BootstrapServers) == 0 || len(o.BootstrapServers) == 0 {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, s := range cl.BootstrapServers {
+		seen[strings.ToLower(s)] = true
+	}
+	for _, s := range o.BootstrapServers {
+		if seen[strings.ToLower(s)] {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *Topics) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(t.Include) == 0 {
+		errs = append(errs, field.Required(p.Child("include"), "at least one regular expression selecting source topics"))
+	}
+	for _, list := range []struct {
+		name     string
+		patterns []string
+	}{{"include", t.Include}, {"exclude", t.Exclude}} {
+		for i, re := range list.patterns {
+			if _, err := regexp.Compile(re); err != nil {
+				errs = append(errs, field.Invalid(p.Child(list.name).Index(i), re, err.Error()))
+			}
+		}
+	}
+	if r := t.Rename; r != nil {
+		rp := p.Child("rename")
+		switch {
+		case r.Prefix != "" && r.Template != "":
+			errs = append(errs, field.Invalid(rp, "prefix+template", "set prefix or template, not both"))
+		case r.Template != "" && !strings.Contains(r.Template, "{topic}"):
+			errs = append(errs, field.Invalid(rp.Child("template"), r.Template, "must contain {topic}, or every source topic would map to one target"))
+		}
+		probe := r.Prefix
+		if r.Template != "" {
+			probe = strings.ReplaceAll(r.Template, "{topic}", "t")
+		}
+		if probe != "" && !topicNameChars.MatchString(probe) {
+			at := rp.Child("prefix")
+			if r.Template != "" {
+				at = rp.Child("template")
+			}
+			errs = append(errs, field.Invalid(at, probe, "may contain only letters, digits, '.', '_' and '-' (Kafka topic name characters)"))
+		}
+	}
+	return errs
+}
+
+func (r *Rename) isIdentity() bool {
+	return r == nil || (r.Prefix == "" && (r.Template == "" || r.Template == "{topic}"))
+}
+
+// TargetTopic returns the target topic name for a source topic under this rename.
+func (r *Rename) TargetTopic(source string) string {
+	switch {
+	case r == nil:
+		return source
+	case r.Template != "":
+		return strings.ReplaceAll(r.Template, "{topic}", source)
+	default:
+		return r.Prefix + source
+	}
+}
+
+func (h *HandlerSpec) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case h.CEL == nil && h.Name == "":
+		errs = append(errs, field.Required(p, "set cel or name"))
+	case h.CEL != nil && h.Name != "":
+		errs = append(errs, field.Invalid(p, h.Name, "set cel or name, not both"))
+	case h.CEL != nil:
+		c := h.CEL
+		if c.Filter == "" && (c.Transform == nil || *c.Transform == CELTransform{}) {
+			errs = append(errs, field.Required(p.Child("cel"), "set filter and/or transform"))
+		}
+		if c.OnError != OnErrorFail && c.OnError != OnErrorSkip {
+			errs = append(errs, field.NotSupported(p.Child("cel", "onError"), c.OnError, []string{OnErrorFail, OnErrorSkip}))
+		}
+		if len(h.Args) > 0 {
+			errs = append(errs, field.Forbidden(p.Child("args"), "args are for named handlers"))
+		}
+	}
+	return errs
+}
