@@ -1,0 +1,142 @@
+package kafka
+
+import (
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+)
+
+// Retry backoff of the producer: exponential from retryBackoffMin, capped at
+// retryBackoffMax, so a broker restart is ridden out without a hot loop.
+const (
+	retryBackoffMin = 100 * time.Millisecond
+	retryBackoffMax = time.Second
+)
+
+// ProducerConfig returns the configuration of the mirror's shared producer towards
+// c.Target.
+//
+// With the no-data-loss policy (the default): acks=all, idempotent, one open request
+// per broker (which keeps order across retries), and retries with exponential backoff
+// for at least c.DeliveryTimeout before a send is reported as failed. With
+// `noDataLoss: false`: leader acks only, no idempotence, five open requests and ten
+// retries, which is faster but may lose or reorder records when a broker fails.
+//
+// Successes and errors are both returned: the engine acks source offsets from them.
+func ProducerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
+	sc, err := NewConfig(c.Target, append([]Option{WithRole(RoleTarget)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	p := &sc.Producer
+	p.Return.Successes = true
+	p.Return.Errors = true
+	p.Partitioner = Partitioner(c.Partitioning)
+	// Larger channels than sarama's 256 keep the producer's pipeline full when many
+	// partitions feed it.
+	sc.ChannelBufferSize = 4096
+	if c.NoDataLossEnabled() {
+		p.RequiredAcks = sarama.WaitForAll
+		p.Idempotent = true
+		sc.Net.MaxOpenRequests = 1
+		p.Retry.Max = retriesFor(c.DeliveryTimeout.Duration)
+		p.Retry.BackoffFunc = backoff
+	} else {
+		p.RequiredAcks = sarama.WaitForLocal
+		p.Idempotent = false
+		sc.Net.MaxOpenRequests = 5
+		p.Retry.Max = 10
+		p.Retry.BackoffFunc = backoff
+	}
+	return sc, sc.Validate()
+}
+
+// ConsumerConfig returns the configuration of one consumer-group member on c.Source.
+//
+// Always: no auto-commit (the engine commits only acked offsets), start at the oldest
+// offset of a partition the group never committed (records written to a new partition
+// before the group noticed it are kept), no silent reset of an out-of-range committed
+// offset (the engine reports the gap), the sticky assignor (eager, so the drain before
+// release sees a clean revoke), and metadata refreshed every topicSyncInterval (at most
+// 30 s) so new source partitions are followed. With the no-data-loss policy, records of
+// aborted transactions are skipped (read_committed).
+func ConsumerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
+	sc, err := NewConfig(c.Source, append([]Option{WithRole(RoleSource)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	co := &sc.Consumer
+	co.Return.Errors = true
+	co.Offsets.AutoCommit.Enable = false
+	co.Offsets.Initial = sarama.OffsetOldest
+	co.Group.ResetInvalidOffsets = false
+	co.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategySticky()}
+	sc.ChannelBufferSize = 1024
+	if c.NoDataLossEnabled() {
+		co.IsolationLevel = sarama.ReadCommitted
+	}
+	sc.Metadata.RefreshFrequency = MetadataRefresh(c)
+	return sc, sc.Validate()
+}
+
+// AdminConfig returns the configuration of a cluster admin for the given cluster. It
+// refreshes metadata as often as the consumers do.
+func AdminConfig(c *config.Config, role string, opts ...Option) (*sarama.Config, error) {
+	cl := c.Source
+	if role == RoleTarget {
+		cl = c.Target
+	}
+	sc, err := NewConfig(cl, append([]Option{WithRole(role)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	sc.Metadata.RefreshFrequency = MetadataRefresh(c)
+	return sc, nil
+}
+
+// MetadataRefresh is how often the engine's clients refresh cluster metadata:
+// topicSyncInterval, capped at 30 s (sarama's default of 10 min would leave new
+// partitions unmirrored for minutes).
+func MetadataRefresh(c *config.Config) time.Duration {
+	d := c.TopicSyncInterval.Duration
+	if d <= 0 || d > 30*time.Second {
+		d = 30 * time.Second
+	}
+	return d
+}
+
+// Partitioner returns the sarama partitioner for a partitioning strategy: preserve
+// uses the partition the engine sets on each message (the source partition), hash uses
+// the key, roundRobin spreads records evenly.
+func Partitioner(p config.Partitioning) sarama.PartitionerConstructor {
+	switch p {
+	case config.PartitioningHash:
+		return sarama.NewHashPartitioner
+	case config.PartitioningRoundRobin:
+		return sarama.NewRoundRobinPartitioner
+	default:
+		return sarama.NewManualPartitioner
+	}
+}
+
+// backoff doubles from retryBackoffMin up to retryBackoffMax.
+func backoff(retries, _ int) time.Duration {
+	d := retryBackoffMin
+	for i := 0; i < retries && d < retryBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, retryBackoffMax)
+}
+
+// retriesFor returns a retry count whose summed backoff is at least timeout.
+func retriesFor(timeout time.Duration) int {
+	var total time.Duration
+	n := 0
+	for total < timeout {
+		total += backoff(n, 0)
+		n++
+	}
+	return max(n, 1)
+}
