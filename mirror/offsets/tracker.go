@@ -1,0 +1,175 @@
+package offsets
+
+import (
+	"context"
+	"sync"
+)
+
+// Ticket identifies one in-flight record of a Tracker. The engine carries it in the
+// producer message's metadata and hands it back to Ack.
+type Ticket uint64
+
+// entry is one in-flight source record: its offset and how many of its outputs the
+// target has not acknowledged yet.
+type entry struct {
+	offset  int64
+	pending int32
+}
+
+// Tracker is the in-flight list of one source partition. It is safe for one goroutine
+// that Adds and waits and any number of goroutines that Ack.
+type Tracker struct {
+	mu sync.Mutex
+	// ring holds the entries of tickets head..tail-1 at index ticket&mask. Entries
+	// whose records are done stay until every older record is done too.
+	ring []entry
+	mask uint64
+	head uint64
+	tail uint64
+	// live counts records in the ring that still wait for at least one ack.
+	live int
+	// lastSeen is the highest offset Added; -1 before the first.
+	lastSeen int64
+
+	// waitBelow is the threshold the Add goroutine waits for in WaitBelow, 0 when
+	// nobody waits; signal wakes it.
+	waitBelow int
+	signal    chan struct{}
+}
+
+// minRing is the smallest ring; it grows by doubling.
+const minRing = 64
+
+// New returns an empty tracker whose ring starts with room for about sizeHint records
+// (typically maxInFlightPerPartition), so that steady state never grows it.
+func New(sizeHint int) *Tracker {
+	n := uint64(minRing)
+	for n < uint64(max(sizeHint, 0)) {
+		n <<= 1
+	}
+	return &Tracker{
+		ring:     make([]entry, n),
+		mask:     n - 1,
+		lastSeen: -1,
+		signal:   make(chan struct{}, 1),
+	}
+}
+
+// Add records that the record at offset was read and handed to the target as outputs
+// records. outputs 0 means the handler dropped it: it is done at once and the returned
+// ticket must not be acked. Offsets must increase from one Add to the next.
+func (t *Tracker) Add(offset int64, outputs int) Ticket {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastSeen = offset
+	if outputs <= 0 {
+		// A done record newer than every in-flight one never is the smallest un-acked
+		// offset, so it needs no entry: lastSeen alone moves the commit point past it
+		// once the older records are acked.
+		return Ticket(t.tail)
+	}
+	if t.tail-t.head == uint64(len(t.ring)) {
+		t.grow()
+	}
+	tk := t.tail
+	t.ring[tk&t.mask] = entry{offset: offset, pending: int32(min(outputs, 1<<30))}
+	t.tail++
+	t.live++
+	return Ticket(tk)
+}
+
+// grow doubles the ring, keeping every entry at index ticket&mask.
+func (t *Tracker) grow() {
+	n := uint64(len(t.ring)) * 2
+	ring := make([]entry, n)
+	for tk := t.head; tk != t.tail; tk++ {
+		ring[tk&(n-1)] = t.ring[tk&t.mask]
+	}
+	t.ring = ring
+	t.mask = n - 1
+}
+
+// Ack records that the target acknowledged one output of the record behind tk. It
+// returns true when that was the record's last output. Acks of unknown or already done
+// tickets are ignored and return false, so a duplicate ack cannot move the commit
+// point past an un-acked record.
+func (t *Tracker) Ack(tk Ticket) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := uint64(tk)
+	if s < t.head || s >= t.tail {
+		return false
+	}
+	e := &t.ring[s&t.mask]
+	if e.pending <= 0 {
+		return false
+	}
+	e.pending--
+	if e.pending > 0 {
+		return false
+	}
+	t.live--
+	for t.head != t.tail && t.ring[t.head&t.mask].pending == 0 {
+		t.head++
+	}
+	if t.waitBelow > 0 && t.live < t.waitBelow {
+		t.waitBelow = 0
+		select {
+		case t.signal <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// CommitPoint returns the offset to commit: the smallest un-acked offset, or the last
+// offset seen + 1 when nothing is in flight. ok is false before the first Add.
+func (t *Tracker) CommitPoint() (offset int64, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.head != t.tail {
+		return t.ring[t.head&t.mask].offset, true
+	}
+	if t.lastSeen < 0 {
+		return 0, false
+	}
+	return t.lastSeen + 1, true
+}
+
+// InFlight returns how many records wait for at least one ack.
+func (t *Tracker) InFlight() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.live
+}
+
+// LastSeen returns the highest offset Added, or -1.
+func (t *Tracker) LastSeen() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lastSeen
+}
+
+// WaitBelow blocks until fewer than n records are in flight or ctx ends. The engine
+// uses it with maxInFlightPerPartition for backpressure and with 1 to drain before a
+// partition is released. Only one goroutine may wait at a time.
+func (t *Tracker) WaitBelow(ctx context.Context, n int) error {
+	for {
+		t.mu.Lock()
+		if t.live < n {
+			t.waitBelow = 0
+			t.mu.Unlock()
+			return nil
+		}
+		t.waitBelow = n
+		t.mu.Unlock()
+		select {
+		case <-t.signal:
+		case <-ctx.Done():
+			t.mu.Lock()
+			t.waitBelow = 0
+			t.mu.Unlock()
+			return ctx.Err()
+		}
+	}
+}
