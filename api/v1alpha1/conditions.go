@@ -1,0 +1,70 @@
+package v1alpha1
+
+// Condition types of a KafkaMirror. Ready and TopicsSynced are positive ("normal-true");
+// Reconciling and Stalled follow kstatus and are True only while they apply, so that
+// generic tools (kstatus, Argo CD, Flux) read a KafkaMirror without knowing it.
+const (
+	// ConditionReady is True when the mirror runs as declared: the Deployment is
+	// available with all of its replicas (at least one) ready, the topics are synced, and
+	// the mirror is not paused.
+	ConditionReady = "Ready"
+	// ConditionTopicsSynced is True when every selected source topic has a target topic
+	// the mirror can write to with the source's partitions.
+	ConditionTopicsSynced = "TopicsSynced"
+	// ConditionReconciling is True while the operator is still moving the cluster
+	// towards the spec (first reconcile, rollout in progress, Kafka not reachable yet).
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when the spec cannot be reconciled until a person
+	// changes it (for example a regular expression or CEL expression that does not
+	// compile). Its message names the field.
+	ConditionStalled = "Stalled"
+)
+
+// Condition reasons. Event reasons are the same strings.
+const (
+	// ReasonAvailable (Ready=True): the mirror pods are ready and the topics in sync.
+	ReasonAvailable = "Available"
+	// ReasonPaused (Ready=False): spec.paused is true, the Deployment is scaled to 0.
+	ReasonPaused = "Paused"
+	// ReasonScaledToZero (Ready=False): spec.replicas is 0.
+	ReasonScaledToZero = "ScaledToZero"
+	// ReasonDeploymentNotReady (Ready=False, Reconciling=True): mirror pods are
+	// starting, rolling out or failing their readiness probe.
+	ReasonDeploymentNotReady = "DeploymentNotReady"
+	// ReasonTopicsNotSynced (Ready=False): see the TopicsSynced condition.
+	ReasonTopicsNotSynced = "TopicsNotSynced"
+	// ReasonInvalidSpec (Stalled=True, Ready=False, TopicsSynced=False): the spec
+	// failed validation; the message names the field and the reason.
+	ReasonInvalidSpec = "InvalidSpec"
+
+	// ReasonTopicsInSync (TopicsSynced=True): every selected topic has its target with
+	// the source's partition count.
+	ReasonTopicsInSync = "TopicsInSync"
+	// ReasonTargetHasMorePartitions (TopicsSynced=True): some targets have more
+	// partitions than their source; the mirror works, the counts are reported only,
+	// because partitions cannot be removed.
+	ReasonTargetHasMorePartitions = "TargetHasMorePartitions"
+	// ReasonNoTopicsSelected (TopicsSynced=True): no source topic matches yet; new
+	// topics are found at the next sync.
+	ReasonNoTopicsSelected = "NoTopicsSelected"
+	// ReasonTopicSyncDisabled (TopicsSynced=False): syncPartitions is false and some
+	// targets are missing or have fewer partitions than their source.
+	ReasonTopicSyncDisabled = "TopicSyncDisabled"
+	// ReasonTopicSyncFailed (TopicsSynced=False): creating or expanding some target
+	// topics failed; the message names them.
+	ReasonTopicSyncFailed = "TopicSyncFailed"
+	// ReasonSourceUnreachable (TopicsSynced=False): the source cluster could not be
+	// reached or refused the credentials.
+	ReasonSourceUnreachable = "SourceUnreachable"
+	// ReasonTargetUnreachable (TopicsSynced=False): the target cluster could not be
+	// reached or refused the credentials.
+	ReasonTargetUnreachable = "TargetUnreachable"
+	// ReasonSecretNotFound (TopicsSynced=False, Ready=False): a referenced Secret or
+	// Secret key does not exist yet; the mirror is retried when it appears.
+	ReasonSecretNotFound = "SecretNotFound"
+
+	// ReasonProgressing (Reconciling=True): the operator is applying a change.
+	ReasonProgressing = "Progressing"
+	// ReasonReconciled (Reconciling=False, Stalled=False): nothing left to do.
+	ReasonReconciled = "Reconciled"
+)
