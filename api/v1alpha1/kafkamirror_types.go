@@ -53,7 +53,7 @@ type KafkaMirrorList struct {
 // KafkaMirrorSpec declares one mirror. Fields that also exist in the engine's config
 // file (mirror.yaml) have the same name there, so spec.X is config X.
 //
-// +kubebuilder:validation:XValidation:rule="!self.source.bootstrapServers.exists(s, self.target.bootstrapServers.exists(t, s.lowerAscii() == t.lowerAscii())) || (has(self.topics.rename) && ((has(self.topics.rename.prefix) && self.topics.rename.prefix != ”) || (has(self.topics.rename.template) && self.topics.rename.template != ” && self.topics.rename.template != '{topic}')))",message="source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads (a mirror loop); set topics.rename.prefix or topics.rename.template"
+// +kubebuilder:validation:XValidation:rule="!self.source.bootstrapServers.exists(s, self.target.bootstrapServers.exists(t, s.lowerAscii() == t.lowerAscii())) || (has(self.topics.rename) && ((has(self.topics.rename.prefix) && size(self.topics.rename.prefix) > 0) || (has(self.topics.rename.template) && size(self.topics.rename.template) > 0 && self.topics.rename.template != '{topic}')))",message="source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads (a mirror loop); set topics.rename.prefix or topics.rename.template"
 // +kubebuilder:validation:XValidation:rule="has(self.consumerGroup) == has(oldSelf.consumerGroup) && (!has(self.consumerGroup) || self.consumerGroup == oldSelf.consumerGroup)",message="consumerGroup is immutable: it cannot be set, changed or removed after creation, because the mirror's committed offsets live in that group"
 type KafkaMirrorSpec struct {
 	// source is the cluster records are read from.
@@ -301,7 +301,7 @@ type TopicsSpec struct {
 
 // RenameSpec maps source topic names to target topic names. Set at most one field.
 //
-// +kubebuilder:validation:XValidation:rule="!(has(self.prefix) && self.prefix != ” && has(self.template) && self.template != ”)",message="set rename.prefix or rename.template, not both"
+// +kubebuilder:validation:XValidation:rule="!(has(self.prefix) && size(self.prefix) > 0 && has(self.template) && size(self.template) > 0)",message="set rename.prefix or rename.template, not both"
 type RenameSpec struct {
 	// prefix is put in front of the source topic name, for example "dc1.".
 	// +optional
@@ -334,7 +334,7 @@ const (
 
 // HandlerSpec is one step of the handler chain: exactly one of cel or name is set.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.cel) != (has(self.name) && self.name != ”)",message="set either cel or name in each handler"
+// +kubebuilder:validation:XValidation:rule="has(self.cel) != (has(self.name) && size(self.name) > 0)",message="set either cel or name in each handler"
 // +kubebuilder:validation:XValidation:rule="!has(self.cel) || !has(self.args) || size(self.args) == 0",message="args are for named handlers; a cel handler takes none"
 type HandlerSpec struct {
 	// cel is a filter and/or transform written in CEL. Expressions see `record` with
@@ -367,7 +367,7 @@ const (
 
 // CELHandler is a handler written in CEL.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.filter) && self.filter != ”) || has(self.transform)",message="a cel handler needs a filter and/or a transform"
+// +kubebuilder:validation:XValidation:rule="(has(self.filter) && size(self.filter) > 0) || has(self.transform)",message="a cel handler needs a filter and/or a transform"
 type CELHandler struct {
 	// filter is a boolean expression; false drops the record. Example:
 	// "!('skip' in record.headers)".
