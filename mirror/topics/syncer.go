@@ -1,0 +1,387 @@
+package topics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/IBM/sarama"
+	"github.com/go-logr/logr"
+)
+
+// Actions a Sync took (or, with DryRun, would take) for one topic. The values are
+// PascalCase so that the operator can show them in status as they are.
+const (
+	// ActionNone means the target topic exists with the source's partition count.
+	ActionNone = "InSync"
+	// ActionCreated means the target topic was missing and was created with the
+	// source's partition count.
+	ActionCreated = "Created"
+	// ActionExpanded means the target topic had fewer partitions than the source and
+	// partitions were added.
+	ActionExpanded = "Expanded"
+	// ActionTargetHasMore means the target topic has more partitions than the source.
+	// It is reported and left alone: Kafka cannot remove partitions.
+	ActionTargetHasMore = "TargetHasMore"
+	// ActionFailed means the topic could not be described, created, expanded or
+	// configured; TopicState.Err holds the cause.
+	ActionFailed = "Failed"
+)
+
+// SyncOptions tune a Syncer.
+type SyncOptions struct {
+	// SyncConfigs copies the allow-listed topic configs (see SyncedTopicConfigs) that
+	// are set explicitly on a source topic to its target, at creation and afterwards
+	// whenever they differ.
+	SyncConfigs bool
+	// ReplicationFactor is used for created target topics; -1 (or 0) means the target
+	// broker's default.
+	ReplicationFactor int16
+	// DryRun computes the report and changes nothing: creations, expansions and config
+	// changes are sent with validateOnly, so the target still checks them. Actions say
+	// what would be done; TargetPartitions stays the current count (0 when missing).
+	DryRun bool
+	// Logger receives one line per change. The zero value discards.
+	Logger logr.Logger
+}
+
+// Report is the outcome of one Sync.
+type Report struct {
+	// Topics holds one entry per selected source topic, sorted by source name.
+	Topics []TopicState
+	// Selected is the number of selected source topics, len(Topics).
+	Selected int
+	// InSync counts topics with ActionNone.
+	InSync int
+	// Created counts topics with ActionCreated.
+	Created int
+	// Expanded counts topics with ActionExpanded.
+	Expanded int
+	// Mismatched counts topics with ActionTargetHasMore.
+	Mismatched int
+	// Failed counts topics with ActionFailed.
+	Failed int
+	// ConfigsUpdated counts existing target topics whose configs were changed.
+	ConfigsUpdated int
+}
+
+// TopicState is what a Sync found and did for one selected source topic.
+type TopicState struct {
+	// Source is the source topic name.
+	Source string
+	// Target is the target topic name after rename.
+	Target string
+	// SourcePartitions is the source topic's partition count.
+	SourcePartitions int32
+	// TargetPartitions is the target topic's partition count after the sync (0 when it
+	// does not exist).
+	TargetPartitions int32
+	// Action is one of the Action constants; it is about the topic's existence and
+	// partition count.
+	Action string
+	// UpdatedConfigs names the configs changed on an existing target topic, sorted.
+	UpdatedConfigs []string
+	// Err is the cause when Action is ActionFailed.
+	Err error
+}
+
+// Syncer keeps target topics in step with the selected source topics. A Syncer is
+// meant to live as long as its caller and be called repeatedly; calls are serialised.
+type Syncer struct {
+	source, target sarama.ClusterAdmin
+	sel            *Selector
+	opts           SyncOptions
+	log            logr.Logger
+
+	mu sync.Mutex
+	// reportedMore remembers which target-has-more mismatches were already logged, so a
+	// periodic sync does not repeat the same line every interval.
+	reportedMore map[string][2]int32
+}
+
+// NewSyncer returns a Syncer that reads topics through source and changes them through
+// target. The admins stay owned by the caller.
+func NewSyncer(source, target sarama.ClusterAdmin, sel *Selector, opts SyncOptions) *Syncer {
+	if opts.ReplicationFactor <= 0 {
+		opts.ReplicationFactor = -1
+	}
+	log := opts.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	return &Syncer{
+		source: source, target: target, sel: sel, opts: opts, log: log,
+		reportedMore: map[string][2]int32{},
+	}
+}
+
+// topicInfo is one topic's partition count from metadata, or the topic's error.
+type topicInfo struct {
+	partitions int32
+	err        error
+}
+
+// Sync brings every selected source topic's target in step: missing targets are
+// created with the source's partition count, smaller targets are expanded, larger
+// targets are reported. A failure for one topic is recorded in the Report and the
+// others go on; Sync returns an error only when a cluster cannot be listed at all (the
+// error names "source" or "target") or ctx ends. Sync is idempotent.
+func (s *Syncer) Sync(ctx context.Context) (Report, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	src, err := listTopics(s.source)
+	if err != nil {
+		return Report{}, fmt.Errorf("while listing source topics: %w", err)
+	}
+	names := make([]string, 0, len(src))
+	for n := range src {
+		names = append(names, n)
+	}
+	selected := s.sel.Select(names)
+
+	tgt, err := listTopics(s.target)
+	if err != nil {
+		return Report{}, fmt.Errorf("while listing target topics: %w", err)
+	}
+
+	var srcCfg, tgtCfg map[string]topicConfigs
+	if s.opts.SyncConfigs {
+		if srcCfg, err = describeConfigs(s.source, selected); err != nil {
+			return Report{}, fmt.Errorf("while describing source topic configs: %w", err)
+		}
+		var existing []string
+		for _, n := range selected {
+			if _, ok := tgt[s.sel.TargetName(n)]; ok {
+				existing = append(existing, s.sel.TargetName(n))
+			}
+		}
+		if tgtCfg, err = describeConfigs(s.target, existing); err != nil {
+			return Report{}, fmt.Errorf("while describing target topic configs: %w", err)
+		}
+	}
+
+	var rep Report
+	for _, name := range selected {
+		if err := ctx.Err(); err != nil {
+			rep.count()
+			return rep, fmt.Errorf("while syncing topics: %w", err)
+		}
+		targetName := s.sel.TargetName(name)
+		t, exists := tgt[targetName]
+		st := s.syncTopic(name, targetName, src[name], t, exists, srcCfg[name], tgtCfg[targetName])
+		rep.Topics = append(rep.Topics, st)
+	}
+	rep.count()
+	return rep, nil
+}
+
+// syncTopic syncs one topic; it never returns an error, only a state.
+func (s *Syncer) syncTopic(name, targetName string, src, tgt topicInfo, exists bool, srcCfg, tgtCfg topicConfigs) TopicState {
+	st := TopicState{Source: name, Target: targetName, SourcePartitions: src.partitions}
+	fail := func(err error) TopicState {
+		st.Action, st.Err = ActionFailed, err
+		s.log.Error(err, "Failed to sync target topic", "topic", name, "targetTopic", targetName)
+		return st
+	}
+	switch {
+	case src.err != nil:
+		return fail(fmt.Errorf("while describing source topic %q: %w", name, src.err))
+	case s.opts.SyncConfigs && srcCfg.err != nil:
+		return fail(fmt.Errorf("source: %w", srcCfg.err))
+	case exists && tgt.err != nil:
+		return fail(fmt.Errorf("while describing target topic %q: %w", targetName, tgt.err))
+	}
+
+	if !exists {
+		created, err := s.create(name, targetName, src.partitions, srcCfg)
+		if err != nil {
+			return fail(err)
+		}
+		if created {
+			st.Action = ActionCreated
+			if !s.opts.DryRun {
+				st.TargetPartitions = src.partitions
+			}
+			return st
+		}
+		// Another syncer (a second replica, or the operator) created it first; carry on
+		// with what is there now. Its configs are compared on the next sync.
+		n, err := s.targetPartitions(targetName)
+		if err != nil {
+			return fail(err)
+		}
+		tgt = topicInfo{partitions: n}
+		tgtCfg = topicConfigs{}
+		srcCfg = topicConfigs{}
+	}
+
+	st.TargetPartitions = tgt.partitions
+	switch {
+	case tgt.partitions < src.partitions:
+		n, expanded, err := s.expand(name, targetName, tgt.partitions, src.partitions)
+		switch {
+		case err != nil:
+			return fail(err)
+		case expanded:
+			st.Action = ActionExpanded
+		case n == src.partitions:
+			st.Action = ActionNone
+		default:
+			st.Action = ActionTargetHasMore
+		}
+		st.TargetPartitions = n
+	case tgt.partitions > src.partitions:
+		st.Action = ActionTargetHasMore
+		key := [2]int32{src.partitions, tgt.partitions}
+		if s.reportedMore[targetName] != key {
+			s.reportedMore[targetName] = key
+			s.log.Info("Found target topic with more partitions than its source; left it unchanged",
+				"topic", name, "targetTopic", targetName, "sourcePartitions", src.partitions, "targetPartitions", tgt.partitions)
+		}
+	default:
+		st.Action = ActionNone
+	}
+	if st.Action != ActionTargetHasMore {
+		delete(s.reportedMore, targetName)
+	}
+
+	if s.opts.SyncConfigs && exists {
+		if tgtCfg.err != nil {
+			return fail(fmt.Errorf("target: %w", tgtCfg.err))
+		}
+		updated, err := s.updateConfigs(name, targetName, srcCfg, tgtCfg)
+		if err != nil {
+			return fail(err)
+		}
+		st.UpdatedConfigs = updated
+	}
+	return st
+}
+
+// create creates the target topic. It reports false, and no error, when the topic
+// already exists because someone else created it since the listing.
+func (s *Syncer) create(name, targetName string, partitions int32, srcCfg topicConfigs) (bool, error) {
+	detail := &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: s.opts.ReplicationFactor}
+	if s.opts.SyncConfigs && len(srcCfg.explicit) > 0 {
+		detail.ConfigEntries = make(map[string]*string, len(srcCfg.explicit))
+		for k, v := range srcCfg.explicit {
+			detail.ConfigEntries[k] = &v
+		}
+	}
+	err := s.target.CreateTopic(targetName, detail, s.opts.DryRun)
+	switch {
+	case errors.Is(err, sarama.ErrTopicAlreadyExists) && !s.opts.DryRun:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("while creating target topic %q with %d partitions: %w", targetName, partitions, err)
+	}
+	if !s.opts.DryRun {
+		kv := []any{"topic", name, "targetTopic", targetName, "partitions", partitions}
+		if detail.ConfigEntries != nil {
+			kv = append(kv, "configs", sortedKeys(srcCfg.explicit))
+		}
+		s.log.Info("Created target topic", kv...)
+	}
+	return true, nil
+}
+
+// expand adds partitions to the target topic and returns its partition count after.
+// When another syncer expanded it meanwhile, it returns the count found now and
+// expanded false.
+func (s *Syncer) expand(name, targetName string, from, to int32) (int32, bool, error) {
+	err := s.target.CreatePartitions(targetName, to, nil, s.opts.DryRun)
+	switch {
+	case errors.Is(err, sarama.ErrInvalidPartitions) && !s.opts.DryRun:
+		n, derr := s.targetPartitions(targetName)
+		if derr != nil || n < to {
+			return 0, false, fmt.Errorf("while expanding target topic %q from %d to %d partitions: %w", targetName, from, to, err)
+		}
+		return n, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("while expanding target topic %q from %d to %d partitions: %w", targetName, from, to, err)
+	}
+	if s.opts.DryRun {
+		return from, true, nil
+	}
+	s.log.Info("Expanded target topic", "topic", name, "targetTopic", targetName, "from", from, "to", to)
+	return to, true, nil
+}
+
+// updateConfigs sets the target configs that differ from the source's explicit ones.
+func (s *Syncer) updateConfigs(name, targetName string, srcCfg, tgtCfg topicConfigs) ([]string, error) {
+	changes := configChanges(srcCfg, tgtCfg)
+	if len(changes) == 0 {
+		return nil, nil
+	}
+	entries := make(map[string]sarama.IncrementalAlterConfigsEntry, len(changes))
+	for k, v := range changes {
+		entries[k] = sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v}
+	}
+	keys := sortedKeys(changes)
+	if err := s.target.IncrementalAlterConfig(sarama.TopicResource, targetName, entries, s.opts.DryRun); err != nil {
+		return nil, fmt.Errorf("while updating configs %v of target topic %q: %w", keys, targetName, err)
+	}
+	if !s.opts.DryRun {
+		s.log.Info("Updated target topic configs", "topic", name, "targetTopic", targetName, "configs", keys)
+	}
+	return keys, nil
+}
+
+// targetPartitions reads one target topic's partition count afresh.
+func (s *Syncer) targetPartitions(targetName string) (int32, error) {
+	md, err := s.target.DescribeTopics([]string{targetName})
+	if err == nil && (len(md) != 1 || md[0].Name != targetName) {
+		err = sarama.ErrIncompleteResponse
+	}
+	if err == nil && md[0].Err != sarama.ErrNoError {
+		err = md[0].Err
+	}
+	if err != nil {
+		return 0, fmt.Errorf("while describing target topic %q: %w", targetName, err)
+	}
+	return int32(len(md[0].Partitions)), nil
+}
+
+// listTopics reads every topic's partition count with one metadata request. It asks
+// for metadata only: sarama's ListTopics also describes the configs of every topic in
+// the cluster, which a periodic sync does not need.
+func listTopics(admin sarama.ClusterAdmin) (map[string]topicInfo, error) {
+	md, err := admin.DescribeTopics(nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]topicInfo, len(md))
+	for _, t := range md {
+		info := topicInfo{partitions: int32(len(t.Partitions))}
+		if t.Err != sarama.ErrNoError {
+			info.err = t.Err
+		}
+		out[t.Name] = info
+	}
+	return out, nil
+}
+
+func (r *Report) count() {
+	sort.Slice(r.Topics, func(i, j int) bool { return r.Topics[i].Source < r.Topics[j].Source })
+	r.Selected, r.InSync, r.Created, r.Expanded, r.Mismatched, r.Failed, r.ConfigsUpdated = len(r.Topics), 0, 0, 0, 0, 0, 0
+	for _, t := range r.Topics {
+		switch t.Action {
+		case ActionNone:
+			r.InSync++
+		case ActionCreated:
+			r.Created++
+		case ActionExpanded:
+			r.Expanded++
+		case ActionTargetHasMore:
+			r.Mismatched++
+		case ActionFailed:
+			r.Failed++
+		}
+		if len(t.UpdatedConfigs) > 0 {
+			r.ConfigsUpdated++
+		}
+	}
+}
