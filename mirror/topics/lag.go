@@ -2,6 +2,7 @@ package topics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -47,7 +48,12 @@ func Lag(ctx context.Context, admin sarama.ClusterAdmin, client sarama.Client, g
 	}
 
 	committed, err := admin.ListConsumerGroupOffsets(group, parts)
-	if err != nil {
+	switch {
+	case errors.Is(err, sarama.ErrGroupIDNotFound):
+		// Some brokers answer so for a group that never committed; others answer -1
+		// for every partition. Both mean nothing is committed.
+		committed = &sarama.OffsetFetchResponse{}
+	case err != nil:
 		return nil, fmt.Errorf("while fetching committed offsets of group %q: %w", group, err)
 	}
 	hwm, err := listOffsets(client, parts, sarama.OffsetNewest)
