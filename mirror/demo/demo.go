@@ -630,7 +630,9 @@ func (d *demo) printReport() {
 	t := r.Audit.Total
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nVerification report (%.1fs)\n", r.Elapsed.Seconds())
-	line := func(name string, n int, note string) { fmt.Fprintf(&b, "  %-16s %10s  %s\n", name, count(int64(n)), note) }
+	line := func(name string, n int, note string) {
+		fmt.Fprintf(&b, "  %-16s %10s  %s\n", name, count(int64(n)), note)
+	}
 	line("produced", t.Produced, "records the source acknowledged")
 	line("mirrored", t.Mirrored, "distinct records on the target, same partition, unaltered")
 	line("filtered", t.Filtered, fmt.Sprintf("dropped by the filter %s (%s carry the skip header)", celFilter, count(int64(r.ExpectedFiltered))))
