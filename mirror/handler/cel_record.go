@@ -355,10 +355,12 @@ func (it *headerKeyIterator) Next() ref.Val {
 func (it *headerKeyIterator) ConvertToNative(reflect.Type) (any, error) {
 	return nil, fmt.Errorf("an iterator cannot be converted")
 }
-func (it *headerKeyIterator) ConvertToType(ref.Type) ref.Val { return types.NewErr("an iterator cannot be converted") }
-func (it *headerKeyIterator) Equal(ref.Val) ref.Val         { return types.False }
-func (it *headerKeyIterator) Type() ref.Type                { return types.IteratorType }
-func (it *headerKeyIterator) Value() any                    { return nil }
+func (it *headerKeyIterator) ConvertToType(ref.Type) ref.Val {
+	return types.NewErr("an iterator cannot be converted")
+}
+func (it *headerKeyIterator) Equal(ref.Val) ref.Val { return types.False }
+func (it *headerKeyIterator) Type() ref.Type        { return types.IteratorType }
+func (it *headerKeyIterator) Value() any            { return nil }
 
 // headerList is `record.headerList`: every header in order, duplicates kept, each as
 // {"key": string, "value": bytes or null}. It is built only when referenced.
