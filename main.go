@@ -32,7 +32,20 @@ It commits a source offset only after the target acknowledged every record up to
 keeps records in their source partition and keeps target partition counts in sync.
 
 Run it on Kubernetes as an operator (kafka-mirror manager) driven by KafkaMirror
-resources, or on its own from one YAML file (kafka-mirror run --config mirror.yaml).`,
+resources, or on its own from one YAML file (kafka-mirror run --config mirror.yaml).
+The same binary checks configs before they are applied (kafka-mirror validate) and shows
+the whole job on two embedded Kafka clusters (kafka-mirror demo).`,
+		Example: `  # See it work: two embedded clusters, a kill -9, and an audit of every record
+  kafka-mirror demo
+
+  # Mirror from one YAML file, outside Kubernetes
+  kafka-mirror run --config mirror.yaml
+
+  # Check a config file or a KafkaMirror manifest before a GitOps merge
+  kafka-mirror validate --config mirror.yaml
+
+  # Run the operator (what the Helm chart and config/default deploy)
+  kafka-mirror manager`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
