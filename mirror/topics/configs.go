@@ -78,7 +78,7 @@ func describeConfigs(admin sarama.ClusterAdmin, topics []string) (map[string]top
 	for _, r := range results {
 		tc := topicConfigs{values: map[string]string{}, explicit: map[string]string{}}
 		if r.ErrorCode != sarama.ErrNoError {
-			tc.err = fmt.Errorf("while describing configs of topic %q: %w", r.Name, describeError(r))
+			tc.err = describeError(r)
 			out[r.Name] = tc
 			continue
 		}
@@ -95,7 +95,7 @@ func describeConfigs(admin sarama.ClusterAdmin, topics []string) (map[string]top
 	}
 	for _, t := range topics {
 		if _, ok := out[t]; !ok {
-			out[t] = topicConfigs{err: fmt.Errorf("while describing configs of topic %q: %w", t, sarama.ErrIncompleteResponse)}
+			out[t] = topicConfigs{err: sarama.ErrIncompleteResponse}
 		}
 	}
 	return out, nil

@@ -190,7 +190,7 @@ func (s *Syncer) syncTopic(name, targetName string, src, tgt topicInfo, exists b
 	case src.err != nil:
 		return fail(fmt.Errorf("while describing source topic %q: %w", name, src.err))
 	case s.opts.SyncConfigs && srcCfg.err != nil:
-		return fail(fmt.Errorf("source: %w", srcCfg.err))
+		return fail(fmt.Errorf("while describing configs of source topic %q: %w", name, srcCfg.err))
 	case exists && tgt.err != nil:
 		return fail(fmt.Errorf("while describing target topic %q: %w", targetName, tgt.err))
 	}
@@ -214,8 +214,6 @@ func (s *Syncer) syncTopic(name, targetName string, src, tgt topicInfo, exists b
 			return fail(err)
 		}
 		tgt = topicInfo{partitions: n}
-		tgtCfg = topicConfigs{}
-		srcCfg = topicConfigs{}
 	}
 
 	st.TargetPartitions = tgt.partitions
@@ -235,22 +233,14 @@ func (s *Syncer) syncTopic(name, targetName string, src, tgt topicInfo, exists b
 		st.TargetPartitions = n
 	case tgt.partitions > src.partitions:
 		st.Action = ActionTargetHasMore
-		key := [2]int32{src.partitions, tgt.partitions}
-		if s.reportedMore[targetName] != key {
-			s.reportedMore[targetName] = key
-			s.log.Info("Found target topic with more partitions than its source; left it unchanged",
-				"topic", name, "targetTopic", targetName, "sourcePartitions", src.partitions, "targetPartitions", tgt.partitions)
-		}
 	default:
 		st.Action = ActionNone
 	}
-	if st.Action != ActionTargetHasMore {
-		delete(s.reportedMore, targetName)
-	}
+	s.noteTargetHasMore(st)
 
 	if s.opts.SyncConfigs && exists {
 		if tgtCfg.err != nil {
-			return fail(fmt.Errorf("target: %w", tgtCfg.err))
+			return fail(fmt.Errorf("while describing configs of target topic %q: %w", targetName, tgtCfg.err))
 		}
 		updated, err := s.updateConfigs(name, targetName, srcCfg, tgtCfg)
 		if err != nil {
@@ -259,6 +249,22 @@ func (s *Syncer) syncTopic(name, targetName string, src, tgt topicInfo, exists b
 		st.UpdatedConfigs = updated
 	}
 	return st
+}
+
+// noteTargetHasMore logs a target with more partitions than its source once per
+// Syncer and pair of counts, so a periodic sync does not repeat the same line.
+func (s *Syncer) noteTargetHasMore(st TopicState) {
+	if st.Action != ActionTargetHasMore {
+		delete(s.reportedMore, st.Target)
+		return
+	}
+	key := [2]int32{st.SourcePartitions, st.TargetPartitions}
+	if s.reportedMore[st.Target] == key {
+		return
+	}
+	s.reportedMore[st.Target] = key
+	s.log.Info("Found target topic with more partitions than its source; left it unchanged",
+		"topic", st.Source, "targetTopic", st.Target, "sourcePartitions", st.SourcePartitions, "targetPartitions", st.TargetPartitions)
 }
 
 // create creates the target topic. It reports false, and no error, when the topic

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/IBM/sarama"
+	"github.com/go-logr/logr/funcr"
 	"github.com/go-logr/logr/testr"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -232,7 +233,9 @@ func TestSyncFollowsSourceChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewSyncer(src, tgt, sel, SyncOptions{Logger: testr.New(t)})
+	var logged []string
+	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	s := NewSyncer(src, tgt, sel, SyncOptions{Logger: log})
 	ctx := context.Background()
 
 	steps := []struct {
@@ -265,6 +268,53 @@ func TestSyncFollowsSourceChanges(t *testing.T) {
 	want := map[string]int32{"orders": 5, "orders.new": 3}
 	if got := userTopics(partitionCounts(t, tgt)); !maps.Equal(got, want) {
 		t.Errorf("target topics = %v, want %v", got, want)
+	}
+	// One line per change, none for syncs that changed nothing.
+	wantLogged := []string{
+		`"level"=0 "msg"="Created target topic" "topic"="orders" "targetTopic"="orders" "partitions"=2`,
+		`"level"=0 "msg"="Expanded target topic" "topic"="orders" "targetTopic"="orders" "from"=2 "to"=5`,
+		`"level"=0 "msg"="Created target topic" "topic"="orders.new" "targetTopic"="orders.new" "partitions"=3`,
+	}
+	if !reflect.DeepEqual(logged, wantLogged) {
+		t.Errorf("log lines:\n got %q\nwant %q", logged, wantLogged)
+	}
+}
+
+func TestSyncConfigUpdateRejected(t *testing.T) {
+	src, tgtCluster := newAdmin(t, newCluster(t)), newCluster(t)
+	tgt := newAdmin(t, tgtCluster)
+	for _, n := range []string{"a", "b"} {
+		createTopic(t, src, n, 1, map[string]string{"retention.ms": "1000"})
+		createTopic(t, tgt, n, 1, nil)
+	}
+	// The target refuses config changes on topic a only.
+	tgtCluster.ControlKey(int16(kmsg.IncrementalAlterConfigs), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		areq := req.(*kmsg.IncrementalAlterConfigsRequest)
+		if len(areq.Resources) != 1 || areq.Resources[0].ResourceName != "a" {
+			return nil, nil, false
+		}
+		tgtCluster.KeepControl()
+		resp := areq.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceName, rr.ResourceType = "a", kmsg.ConfigResourceTypeTopic
+		rr.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		resp.Resources = append(resp.Resources, rr)
+		return resp, nil, true
+	})
+	sel, _ := NewSelector(config.Topics{Include: []string{".*"}})
+	rep, err := NewSyncer(src, tgt, sel, SyncOptions{SyncConfigs: true}).Sync(context.Background())
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	want := []stateKey{{"a", "a", 1, 1, ActionFailed}, {"b", "b", 1, 1, ActionNone}}
+	if got := keys(rep); !reflect.DeepEqual(got, want) {
+		t.Fatalf("states:\n got %+v\nwant %+v", got, want)
+	}
+	if err := rep.Topics[0].Err; err == nil || !strings.Contains(err.Error(), `while updating configs [retention.ms] of target topic "a"`) {
+		t.Errorf("a: Err = %v, want it to name the configs and the topic", err)
+	}
+	if got := topicConfig(t, tgt, "b", "retention.ms"); got != "1000" {
+		t.Errorf("target b retention.ms = %q, want 1000", got)
 	}
 }
 
