@@ -1,0 +1,512 @@
+package charttest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	release          = "km"
+	releaseNamespace = "kafka-mirror-system"
+	fullname         = "km-kafka-mirror-operator"
+)
+
+// chartMeta reads the chart's version and appVersion, which labels and image tags carry.
+func chartMeta(t *testing.T) (version, appVersion string) {
+	t.Helper()
+	var c struct {
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, filepath.Join(chartDir(t), "Chart.yaml"))), &c); err != nil {
+		t.Fatalf("while reading Chart.yaml: %v", err)
+	}
+	if c.Version == "" || c.AppVersion == "" {
+		t.Fatalf("Chart.yaml needs version and appVersion, got %+v", c)
+	}
+	return c.Version, c.AppVersion
+}
+
+func TestHelmLint(t *testing.T) {
+	tests := map[string][]string{
+		"default values": nil,
+		"namespaced, monitored, highly available": {
+			"watchNamespace=team-a", "replicaCount=2", "podDisruptionBudget.enabled=true",
+			"metrics.serviceMonitor.enabled=true", "metrics.mirrorServiceMonitor.enabled=true",
+		},
+		"no CRDs, no RBAC, existing ServiceAccount": {
+			"crds.enabled=false", "rbac.create=false", "rbac.aggregatedRoles.enabled=false",
+			"serviceAccount.create=false", "serviceAccount.name=mirror-operator",
+		},
+	}
+	for name, set := range tests {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"lint", "--strict", chartPath}
+			for _, s := range set {
+				args = append(args, "--set", s)
+			}
+			out, err := runHelm(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, "1 chart(s) linted, 0 chart(s) failed") {
+				t.Errorf("helm lint output:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestChartDefaults checks what `helm install` with no values creates: every object, the
+// operator's pod hardening, its RBAC and the CRD kept on uninstall.
+func TestChartDefaults(t *testing.T) {
+	version, appVersion := chartMeta(t)
+	objs := renderChart(t, release, releaseNamespace)
+
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.GetKind()+"/"+o.GetName())
+	}
+	want := []string{
+		"ServiceAccount/" + fullname,
+		"CustomResourceDefinition/kafkamirrors.kafkamirror.io",
+		"ClusterRole/kafkamirror-view",
+		"ClusterRole/kafkamirror-edit",
+		"ClusterRole/" + fullname + "-manager",
+		"ClusterRoleBinding/" + fullname + "-manager",
+		"Role/" + fullname + "-leader-election",
+		"RoleBinding/" + fullname + "-leader-election",
+		"Service/" + fullname + "-metrics",
+		"Deployment/" + fullname,
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("rendered objects:\n got %v\nwant %v", got, want)
+	}
+
+	wantLabels := map[string]string{
+		"app.kubernetes.io/name":       "kafka-mirror-operator",
+		"app.kubernetes.io/instance":   release,
+		"app.kubernetes.io/version":    appVersion,
+		"app.kubernetes.io/managed-by": "Helm",
+		"helm.sh/chart":                "kafka-mirror-operator-" + version,
+	}
+	for _, o := range objs {
+		for k, v := range wantLabels {
+			if o.GetLabels()[k] != v {
+				t.Errorf("%s/%s label %s = %q, want %q", o.GetKind(), o.GetName(), k, o.GetLabels()[k], v)
+			}
+		}
+		if o.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(o.GetKind(), "Cluster") && o.GetNamespace() != releaseNamespace {
+			t.Errorf("%s/%s is in namespace %q, want %q", o.GetKind(), o.GetName(), o.GetNamespace(), releaseNamespace)
+		}
+	}
+
+	crd := one(t, objs, "CustomResourceDefinition", "kafkamirrors.kafkamirror.io")
+	if got := crd.GetAnnotations()["helm.sh/resource-policy"]; got != "keep" {
+		t.Errorf("CRD helm.sh/resource-policy = %q, want keep", got)
+	}
+
+	deploy := one(t, objs, "Deployment", fullname)
+	if got := field(t, deploy, "spec", "replicas"); got != int64(1) {
+		t.Errorf("replicas = %v, want 1", got)
+	}
+	if got := field(t, deploy, "spec", "template", "spec", "serviceAccountName"); got != fullname {
+		t.Errorf("serviceAccountName = %v, want %s", got, fullname)
+	}
+	podSC := field(t, deploy, "spec", "template", "spec", "securityContext").(map[string]any)
+	wantPodSC := map[string]any{
+		"runAsNonRoot": true, "runAsUser": int64(65532), "runAsGroup": int64(65532),
+		"seccompProfile": map[string]any{"type": "RuntimeDefault"},
+	}
+	if !reflect.DeepEqual(podSC, wantPodSC) {
+		t.Errorf("pod securityContext = %v, want %v", podSC, wantPodSC)
+	}
+	c := managerContainer(t, deploy)
+	wantSC := map[string]any{
+		"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "runAsNonRoot": true,
+		"capabilities": map[string]any{"drop": []any{"ALL"}},
+	}
+	if !reflect.DeepEqual(c["securityContext"], wantSC) {
+		t.Errorf("container securityContext = %v, want %v", c["securityContext"], wantSC)
+	}
+	image := "ghcr.io/kafka-mirror/kafka-mirror:" + appVersion
+	if c["image"] != image {
+		t.Errorf("image = %v, want %s", c["image"], image)
+	}
+	args := stringList(c["args"])
+	for _, want := range []string{
+		"manager", "--leader-elect=true", "--metrics-bind-address=:8080",
+		"--health-probe-bind-address=:8081", "--engine-image=" + image,
+	} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %v lack %s", args, want)
+		}
+	}
+	if args[0] != "manager" {
+		t.Errorf("first arg = %q, want the manager subcommand", args[0])
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--watch-namespace") {
+			t.Errorf("args %v restrict the watch although watchNamespace is empty", args)
+		}
+	}
+	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		p, _ := c[probe].(map[string]any)
+		get, _ := p["httpGet"].(map[string]any)
+		if get["path"] != path || get["port"] != "health" {
+			t.Errorf("%s = %v, want GET %s on port health", probe, p, path)
+		}
+	}
+	res, _ := c["resources"].(map[string]any)
+	if limits, _ := res["limits"].(map[string]any); limits["memory"] == nil {
+		t.Errorf("resources = %v, want a memory limit", res)
+	}
+
+	binding := one(t, objs, "ClusterRoleBinding", fullname+"-manager")
+	wantSubjects := []any{map[string]any{"kind": "ServiceAccount", "name": fullname, "namespace": releaseNamespace}}
+	if got := field(t, binding, "subjects"); !reflect.DeepEqual(got, wantSubjects) {
+		t.Errorf("ClusterRoleBinding subjects = %v, want %v", got, wantSubjects)
+	}
+	if got := field(t, binding, "roleRef", "name"); got != fullname+"-manager" {
+		t.Errorf("ClusterRoleBinding roleRef = %v", got)
+	}
+
+	svc := one(t, objs, "Service", fullname+"-metrics")
+	if got, want := field(t, svc, "spec", "selector"), field(t, deploy, "spec", "selector", "matchLabels"); !reflect.DeepEqual(got, want) {
+		t.Errorf("metrics Service selector %v does not select the operator pods %v", got, want)
+	}
+	if got := field(t, svc, "spec", "ports").([]any)[0].(map[string]any)["targetPort"]; got != "metrics" {
+		t.Errorf("metrics Service targetPort = %v, want metrics", got)
+	}
+
+	for name, want := range map[string]struct {
+		labels []string
+		verbs  map[string][]string
+	}{
+		"kafkamirror-view": {
+			labels: []string{"rbac.authorization.k8s.io/aggregate-to-view"},
+			verbs:  map[string][]string{"kafkamirrors": {"get", "list", "watch"}, "kafkamirrors/scale": {"get"}},
+		},
+		"kafkamirror-edit": {
+			labels: []string{"rbac.authorization.k8s.io/aggregate-to-edit", "rbac.authorization.k8s.io/aggregate-to-admin"},
+			verbs: map[string][]string{
+				"kafkamirrors":       {"create", "delete", "get", "list", "patch", "update", "watch"},
+				"kafkamirrors/scale": {"get", "patch", "update"},
+			},
+		},
+	} {
+		role := one(t, objs, "ClusterRole", name)
+		for _, l := range want.labels {
+			if role.GetLabels()[l] != "true" {
+				t.Errorf("%s lacks label %s=true", name, l)
+			}
+		}
+		granted := grantedVerbs(t, role)
+		for resource, verbs := range want.verbs {
+			for _, v := range verbs {
+				if !slices.Contains(granted["kafkamirror.io/"+resource], v) {
+					t.Errorf("%s does not grant %s on %s (grants %v)", name, v, resource, granted)
+				}
+			}
+		}
+		for resource := range granted {
+			if !strings.HasPrefix(resource, "kafkamirror.io/") {
+				t.Errorf("%s grants %s; it should cover KafkaMirrors only", name, resource)
+			}
+		}
+	}
+}
+
+// grantedVerbs flattens a role's rules to "group/resource" -> verbs.
+func grantedVerbs(t *testing.T, role *unstructured.Unstructured) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, r := range field(t, role, "rules").([]any) {
+		rule := r.(map[string]any)
+		for _, g := range stringList(rule["apiGroups"]) {
+			for _, res := range stringList(rule["resources"]) {
+				out[g+"/"+res] = append(out[g+"/"+res], stringList(rule["verbs"])...)
+			}
+		}
+	}
+	return out
+}
+
+// TestChartValues checks that non-default values change what they promise and nothing else
+// that matters.
+func TestChartValues(t *testing.T) {
+	_, appVersion := chartMeta(t)
+	tests := map[string]struct {
+		set   []string
+		check func(t *testing.T, objs []*unstructured.Unstructured)
+	}{
+		"watchNamespace grants the manager rules in that namespace only": {
+			set: []string{"watchNamespace=team-a"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				role := one(t, objs, "Role", fullname+"-manager")
+				binding := one(t, objs, "RoleBinding", fullname+"-manager")
+				if role.GetNamespace() != "team-a" || binding.GetNamespace() != "team-a" {
+					t.Errorf("manager Role/RoleBinding in %q/%q, want team-a", role.GetNamespace(), binding.GetNamespace())
+				}
+				if got := field(t, binding, "subjects").([]any)[0].(map[string]any)["namespace"]; got != releaseNamespace {
+					t.Errorf("RoleBinding subject namespace = %v, want the release namespace %s", got, releaseNamespace)
+				}
+				if len(find(objs, "ClusterRoleBinding")) != 0 {
+					t.Errorf("a namespaced install must not bind any ClusterRole: %s", describeObjects(objs))
+				}
+				for _, cr := range find(objs, "ClusterRole") {
+					if cr.GetName() != "kafkamirror-view" && cr.GetName() != "kafkamirror-edit" {
+						t.Errorf("unexpected ClusterRole %s in a namespaced install", cr.GetName())
+					}
+				}
+				args := stringList(managerContainer(t, one(t, objs, "Deployment", fullname))["args"])
+				if !slices.Contains(args, "--watch-namespace=team-a") {
+					t.Errorf("args %v lack --watch-namespace=team-a", args)
+				}
+			},
+		},
+		"crds.keep=false lets helm uninstall delete the CRD": {
+			set: []string{"crds.keep=false"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				crd := one(t, objs, "CustomResourceDefinition", "kafkamirrors.kafkamirror.io")
+				if v, ok := crd.GetAnnotations()["helm.sh/resource-policy"]; ok {
+					t.Errorf("CRD has helm.sh/resource-policy=%q with crds.keep=false", v)
+				}
+			},
+		},
+		"crds.enabled=false leaves the CRD out": {
+			set: []string{"crds.enabled=false"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				if n := len(find(objs, "CustomResourceDefinition")); n != 0 {
+					t.Errorf("rendered %d CRDs with crds.enabled=false", n)
+				}
+			},
+		},
+		"monitoring and disruption budget": {
+			set: []string{
+				"replicaCount=2", "podDisruptionBudget.enabled=true", "metrics.serviceMonitor.enabled=true",
+				"metrics.serviceMonitor.labels.release=prometheus", "metrics.mirrorServiceMonitor.enabled=true",
+			},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				if got := field(t, one(t, objs, "Deployment", fullname), "spec", "replicas"); got != int64(2) {
+					t.Errorf("replicas = %v, want 2", got)
+				}
+				pdb := one(t, objs, "PodDisruptionBudget", fullname)
+				if got := field(t, pdb, "spec", "minAvailable"); got != int64(1) {
+					t.Errorf("PDB minAvailable = %v, want 1", got)
+				}
+				sm := one(t, objs, "ServiceMonitor", fullname)
+				if sm.GetLabels()["release"] != "prometheus" {
+					t.Errorf("ServiceMonitor labels = %v, want release=prometheus", sm.GetLabels())
+				}
+				svc := one(t, objs, "Service", fullname+"-metrics")
+				if got := field(t, sm, "spec", "selector", "matchLabels").(map[string]any); !selects(got, svc.GetLabels()) {
+					t.Errorf("ServiceMonitor selector %v does not select the metrics Service %v", got, svc.GetLabels())
+				}
+				mirrors := one(t, objs, "ServiceMonitor", fullname+"-mirrors")
+				wantSel := map[string]any{"app.kubernetes.io/name": "kafka-mirror", "app.kubernetes.io/component": "mirror"}
+				if got := field(t, mirrors, "spec", "selector", "matchLabels"); !reflect.DeepEqual(got, wantSel) {
+					t.Errorf("mirrors ServiceMonitor selector = %v, want %v (the labels controllers/names.go puts on mirror Services)", got, wantSel)
+				}
+				if got := field(t, mirrors, "spec", "namespaceSelector"); !reflect.DeepEqual(got, map[string]any{"any": true}) {
+					t.Errorf("mirrors ServiceMonitor namespaceSelector = %v, want any", got)
+				}
+			},
+		},
+		"image digest and a separate engine image": {
+			set: []string{
+				"image.digest=sha256:" + strings.Repeat("ab", 32), "engineImage=registry.example/kafka-mirror:1.2.3",
+			},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				c := managerContainer(t, one(t, objs, "Deployment", fullname))
+				if want := "ghcr.io/kafka-mirror/kafka-mirror@sha256:" + strings.Repeat("ab", 32); c["image"] != want {
+					t.Errorf("image = %v, want %s", c["image"], want)
+				}
+				if args := stringList(c["args"]); !slices.Contains(args, "--engine-image=registry.example/kafka-mirror:1.2.3") {
+					t.Errorf("args %v lack the engine image override", args)
+				}
+			},
+		},
+		"leader election off": {
+			set: []string{"leaderElection.enabled=false"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				if args := stringList(managerContainer(t, one(t, objs, "Deployment", fullname))["args"]); !slices.Contains(args, "--leader-elect=false") {
+					t.Errorf("args %v lack --leader-elect=false", args)
+				}
+				for _, r := range find(objs, "Role") {
+					if strings.HasSuffix(r.GetName(), "-leader-election") {
+						t.Errorf("leader-election Role %s rendered with leader election off", r.GetName())
+					}
+				}
+			},
+		},
+		"existing ServiceAccount, RBAC managed elsewhere": {
+			set: []string{
+				"serviceAccount.create=false", "serviceAccount.name=mirror-operator", "rbac.create=false",
+				"rbac.aggregatedRoles.enabled=false",
+			},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for _, kind := range []string{"ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"} {
+					if n := len(find(objs, kind)); n != 0 {
+						t.Errorf("rendered %d %s objects; want none", n, kind)
+					}
+				}
+				if got := field(t, one(t, objs, "Deployment", fullname), "spec", "template", "spec", "serviceAccountName"); got != "mirror-operator" {
+					t.Errorf("serviceAccountName = %v, want mirror-operator", got)
+				}
+			},
+		},
+		"tag and extra args": {
+			set: []string{"image.tag=9.9.9", "extraArgs={--log-level=debug}", "logFormat=console"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				deploy := one(t, objs, "Deployment", fullname)
+				c := managerContainer(t, deploy)
+				if c["image"] != "ghcr.io/kafka-mirror/kafka-mirror:9.9.9" {
+					t.Errorf("image = %v, want tag 9.9.9 instead of %s", c["image"], appVersion)
+				}
+				args := stringList(c["args"])
+				if args[len(args)-1] != "--log-level=debug" || !slices.Contains(args, "--log-format=console") {
+					t.Errorf("args %v: want --log-format=console and --log-level=debug last (the last flag wins)", args)
+				}
+				if deploy.GetLabels()["app.kubernetes.io/version"] != "9.9.9" {
+					t.Errorf("version label = %q, want 9.9.9", deploy.GetLabels()["app.kubernetes.io/version"])
+				}
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tc.check(t, renderChart(t, release, releaseNamespace, tc.set...))
+		})
+	}
+}
+
+func selects(selector map[string]any, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
+}
+
+// TestChartSchemaRejectsBadValues checks that values.schema.json turns typos and wrong types
+// into an install error that names the value, instead of a silently ignored setting.
+func TestChartSchemaRejectsBadValues(t *testing.T) {
+	tests := map[string]struct {
+		set  string
+		want string
+	}{
+		"unknown top-level key":  {set: "replicas=2", want: "additional properties 'replicas' not allowed"},
+		"unknown nested key":     {set: "crds.install=true", want: "at '/crds': additional properties 'install' not allowed"},
+		"typo in security key":   {set: "securityContext.runAsUser=0", want: ""},
+		"string for an integer":  {set: "replicaCount=two", want: "at '/replicaCount': got string, want integer"},
+		"string for a boolean":   {set: "crds.keep=yes", want: "at '/crds/keep': got string, want boolean"},
+		"unknown log level":      {set: "logLevel=verbose", want: "at '/logLevel': value must be one of 'debug', 'info', 'warn', 'error'"},
+		"invalid namespace name": {set: "watchNamespace=Team_A", want: "at '/watchNamespace': 'Team_A' does not match pattern"},
+		"port out of range":      {set: "metrics.port=70000", want: "at '/metrics/port': maximum: got 70,000, want 65,535"},
+		"bad pull policy":        {set: "image.pullPolicy=Sometimes", want: "at '/image/pullPolicy': value must be one of"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := runHelm(t, "template", release, chartPath, "--namespace", releaseNamespace, "--set", tc.set)
+			if tc.want == "" {
+				// securityContext is a Kubernetes SecurityContext passed through as it is;
+				// the API server validates it, so the schema accepts any object there.
+				if err != nil {
+					t.Fatalf("helm template --set %s failed: %v", tc.set, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("helm template --set %s succeeded; want a schema error containing %q", tc.set, tc.want)
+			}
+			if !strings.Contains(err.Error(), "values don't meet the specifications of the schema") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v\nwant a schema error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestChartMatchesConfig fails when the chart's generated CRDs or RBAC rules differ from what
+// controller-gen wrote into config/: `make manifests` regenerates both.
+func TestChartMatchesConfig(t *testing.T) {
+	root := repoRoot(t)
+	t.Run("sync-chart.sh --check", func(t *testing.T) {
+		cmd := exec.Command("bash", filepath.Join(root, "hack", "sync-chart.sh"), "--check")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	})
+
+	// The script's output, rendered by helm, must also mean the same objects as config/:
+	// this catches a transformation that keeps the files in step but changes their content.
+	objs := renderChart(t, release, releaseNamespace)
+	t.Run("CRDs", func(t *testing.T) {
+		files, err := filepath.Glob(filepath.Join(configPath(root, "CRD_DIR", "config/crd/bases"), "*.yaml"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no CRDs in config/crd/bases (%v): run make manifests", err)
+		}
+		rendered := find(objs, "CustomResourceDefinition")
+		if len(rendered) != len(files) {
+			t.Errorf("chart renders %d CRDs, config/crd/bases holds %d", len(rendered), len(files))
+		}
+		for _, f := range files {
+			want := readObject(t, f)
+			got := one(t, objs, "CustomResourceDefinition", want.GetName()).DeepCopy()
+			// The chart adds its labels and the keep policy; everything else is config/'s.
+			got.SetLabels(nil)
+			ann := got.GetAnnotations()
+			delete(ann, "helm.sh/resource-policy")
+			got.SetAnnotations(ann)
+			if !reflect.DeepEqual(got.Object, want.Object) {
+				t.Errorf("chart CRD %s differs from %s", want.GetName(), f)
+			}
+		}
+	})
+	t.Run("RBAC rules", func(t *testing.T) {
+		want := readObject(t, configPath(root, "RBAC_ROLE", "config/rbac/role.yaml"))
+		got := one(t, objs, "ClusterRole", fullname+"-manager")
+		if !reflect.DeepEqual(field(t, got, "rules"), field(t, want, "rules")) {
+			t.Errorf("chart manager ClusterRole rules differ from config/rbac/role.yaml:\n got %v\nwant %v", got.Object["rules"], want.Object["rules"])
+		}
+		ns := one(t, renderChart(t, release, releaseNamespace, "watchNamespace=team-a"), "Role", fullname+"-manager")
+		if !reflect.DeepEqual(field(t, ns, "rules"), field(t, want, "rules")) {
+			t.Errorf("chart manager Role rules differ from config/rbac/role.yaml")
+		}
+	})
+}
+
+// configPath is a path under config/, or the override hack/sync-chart.sh also honours
+// (used while developing the chart before the operator's manifests exist).
+func configPath(root, env, rel string) string {
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	return filepath.Join(root, filepath.FromSlash(rel))
+}
+
+// readObject reads a file holding exactly one object.
+func readObject(t *testing.T, path string) *unstructured.Unstructured {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	objs, err := decodeObjects(f)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("%s: want one object, got %d (%v)", path, len(objs), err)
+	}
+	return objs[0]
+}
