@@ -40,7 +40,9 @@ type celHandler struct {
 type celProgram struct {
 	field string // the config field path, e.g. handlers[0].cel.transform.value
 	part  string // filter, key, value, headers, topic or partition
-	prg   cel.Program
+	// tracked enforces the cost limit at run time. untracked, set when the static
+	// worst case is under the limit, is used for records within the estimate's bounds.
+	tracked, untracked cel.Program
 }
 
 // Allowed result kinds of each expression, checked at compile time (dyn is checked at
@@ -123,19 +125,22 @@ func compileCEL(env *cel.Env, field, part, expr string, costLimit uint64) (*celP
 		return nil, false, &FieldError{Field: field, Detail: fmt.Sprintf("must give %s, not %s", kindNames[part], out)}
 	}
 	loops := len(celast.MatchDescendants(celast.NavigateAST(ast.NativeRep()), celast.KindMatcher(celast.ComprehensionKind))) > 0
-	opts := []cel.ProgramOption{
-		cel.EvalOptions(cel.OptOptimize),
-		cel.CostLimit(costLimit),
-		cel.CostTrackerOptions(celCostTrackers...),
-	}
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
 	if loops {
 		opts = append(opts, cel.InterruptCheckFrequency(interruptCheckFrequency))
 	}
-	prg, err := env.Program(ast, opts...)
+	p := &celProgram{field: field, part: part}
+	var err error
+	p.tracked, err = env.Program(ast, append(opts, cel.CostLimit(costLimit), cel.CostTrackerOptions(celCostTrackers...))...)
 	if err != nil {
 		return nil, false, &FieldError{Field: field, Detail: err.Error()}
 	}
-	return &celProgram{field: field, part: part, prg: prg}, loops, nil
+	if est, err := env.EstimateCost(ast, recordSizes{}); err == nil && est.Max <= costLimit {
+		if p.untracked, err = env.Program(ast, opts...); err != nil {
+			return nil, false, &FieldError{Field: field, Detail: err.Error()}
+		}
+	}
+	return p, loops, nil
 }
 
 func kindAllowed(k types.Kind, allowed []types.Kind) bool {
@@ -157,8 +162,9 @@ func (h *celHandler) Handle(ctx context.Context, in *Record, out []*Record) ([]*
 		defer cancel()
 	}
 	act := (*recordActivation)(in)
+	small := withinEstimate(in)
 	if h.filter != nil {
-		v, err := h.filter.eval(evalCtx, h.needsDeadline, act)
+		v, err := h.filter.eval(evalCtx, h.needsDeadline, small, act)
 		if err != nil {
 			return out, h.fail(ctx, in, err)
 		}
@@ -175,7 +181,7 @@ func (h *celHandler) Handle(ctx context.Context, in *Record, out []*Record) ([]*
 	}
 	var results [5]ref.Val
 	for i, p := range h.transform {
-		v, err := p.eval(evalCtx, h.needsDeadline, act)
+		v, err := p.eval(evalCtx, h.needsDeadline, small, act)
 		if err != nil {
 			return out, h.fail(ctx, in, err)
 		}
@@ -205,15 +211,19 @@ func (h *celHandler) Handle(ctx context.Context, in *Record, out []*Record) ([]*
 	return append(out, in), nil
 }
 
-func (p *celProgram) eval(ctx context.Context, withContext bool, act *recordActivation) (ref.Val, error) {
+func (p *celProgram) eval(ctx context.Context, withContext, small bool, act *recordActivation) (ref.Val, error) {
+	prg := p.tracked
+	if small && p.untracked != nil {
+		prg = p.untracked
+	}
 	var (
 		v   ref.Val
 		err error
 	)
 	if withContext {
-		v, _, err = p.prg.ContextEval(ctx, act)
+		v, _, err = prg.ContextEval(ctx, act)
 	} else {
-		v, _, err = p.prg.Eval(act)
+		v, _, err = prg.Eval(act)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.field, err)
