@@ -54,7 +54,13 @@ func sharedCELEnv() (*cel.Env, error) {
 			ext.Math(),
 			cel.CrossTypeNumericComparisons(true),
 			cel.DefaultUTCTimeZone(true),
-			cel.ExtendedValidations(),
+			// Not cel.ExtendedValidations: it forbids mixed-type literals, and a header
+			// map such as {'a': b'1', 'b': 'text'} or a null header value needs them.
+			cel.ASTValidators(
+				cel.ValidateDurationLiterals(),
+				cel.ValidateTimestampLiterals(),
+				cel.ValidateRegexLiterals(),
+			),
 		)
 		if err != nil {
 			celEnvErr = fmt.Errorf("while building the CEL environment: %w", err)
