@@ -532,8 +532,8 @@ type TopicsStatus struct {
 	InSync int32 `json:"inSync"`
 
 	// mismatched is the number of selected topics whose target has more partitions
-	// than the source (reported, never changed: partitions cannot be removed) or fewer
-	// while syncPartitions is false.
+	// than the source (reported, never changed: partitions cannot be removed), or is
+	// missing or has fewer while syncPartitions is false.
 	// +optional
 	Mismatched int32 `json:"mismatched"`
 
@@ -555,12 +555,9 @@ type TopicState string
 
 // Topic states.
 const (
-	// TopicStateInSync means the target exists with the source's partition count.
+	// TopicStateInSync means the target exists with the source's partition count (the
+	// operator may just have created or expanded it; an event says so).
 	TopicStateInSync TopicState = "InSync"
-	// TopicStateCreated means the target was created by this sync.
-	TopicStateCreated TopicState = "Created"
-	// TopicStateExpanded means partitions were added to the target by this sync.
-	TopicStateExpanded TopicState = "Expanded"
 	// TopicStateMismatched means the partition counts differ and the operator does not
 	// change them (the target has more, or syncPartitions is false).
 	TopicStateMismatched TopicState = "Mismatched"
@@ -588,7 +585,7 @@ type TopicStatus struct {
 	// +optional
 	TargetPartitions int32 `json:"targetPartitions"`
 
-	// state is InSync, Created, Expanded, Mismatched, Missing or Failed.
+	// state is InSync, Mismatched, Missing or Failed.
 	// +optional
 	State TopicState `json:"state,omitempty"`
 

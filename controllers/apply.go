@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+)
+
+// applyChildren writes the ConfigMap, Deployment, metrics Service and (with more than
+// one replica) PodDisruptionBudget of m, and returns the Deployment as the API server
+// has it, status included.
+func (r *KafkaMirrorReconciler) applyChildren(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config, files secretFiles) (*appsv1.Deployment, error) {
+	mirrorYAML, err := config.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("while rendering mirror.yaml: %w", err)
+	}
+	if err := r.apply(ctx, mirrorConfigMap(m, mirrorYAML)); err != nil {
+		return nil, err
+	}
+	d := mirrorDeployment(m, r.Image, configHash(mirrorYAML, files))
+	if err := r.apply(ctx, d); err != nil {
+		return nil, err
+	}
+	if err := r.apply(ctx, metricsService(m)); err != nil {
+		return d, err
+	}
+	if wantsPDB(m) {
+		return d, r.apply(ctx, podDisruptionBudget(m))
+	}
+	return d, r.deletePDB(ctx, m)
+}
+
+// configHash changes exactly when mirror.yaml or a referenced Secret key changes.
+func configHash(mirrorYAML []byte, files secretFiles) string {
+	h := sha256.New()
+	h.Write(mirrorYAML)
+	h.Write([]byte(files.hash()))
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// apply writes obj with server-side apply under FieldOwner, taking ownership of every
+// field obj sets, so that edits to those fields are reverted and other fields (set by
+// people or other controllers) are left alone. Applying what is already there changes
+// nothing: the resourceVersion stays. obj is updated with the API server's answer.
+//
+// The builders return typed objects (readable, and testable without a cluster); they
+// are sent as unstructured without status, the only part of them that is not intent.
+func (r *KafkaMirrorReconciler) apply(ctx context.Context, obj client.Object) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return fmt.Errorf("while converting %T %q for apply: %w", obj, obj.GetName(), err)
+	}
+	delete(u, "status")
+	ac := &unstructured.Unstructured{Object: u}
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(ac), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("while applying %s %q: %w", ac.GetKind(), obj.GetName(), err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(ac.Object, obj); err != nil {
+		return fmt.Errorf("while reading back %s %q: %w", ac.GetKind(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// deletePDB removes the PodDisruptionBudget once m runs at most one pod.
+func (r *KafkaMirrorReconciler) deletePDB(ctx context.Context, m *v1alpha1.KafkaMirror) error {
+	pdb := &policyv1.PodDisruptionBudget{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: pdbName(m)}, pdb)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("while reading PodDisruptionBudget %q: %w", pdbName(m), err)
+	}
+	if !metav1.IsControlledBy(pdb, m) {
+		return nil
+	}
+	if err := r.Delete(ctx, pdb); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("while deleting PodDisruptionBudget %q: %w", pdbName(m), err)
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package controllers
+
+import (
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+)
+
+// drainGrace is added to deliveryTimeout for the pods' termination grace period: on
+// SIGTERM the engine waits for its in-flight records to be acked (at most
+// deliveryTimeout) and then commits, and Kubernetes must not kill it before.
+const drainGrace = 30
+
+// mirrorDeployment runs the mirror engine for m: `kafka-mirror run` from the rendered
+// mirror.yaml, the referenced Secrets mounted read-only as files, probes on the
+// engine's /healthz and /readyz, and a restricted security context. configHash goes on
+// the pod template so that a change to the config or a referenced Secret rolls the pods.
+func mirrorDeployment(m *v1alpha1.KafkaMirror, image, configHash string) *appsv1.Deployment {
+	pod := &m.Spec.Pod
+	if pod.Image != "" {
+		image = pod.Image
+	}
+	podLabels := maps.Clone(pod.Labels)
+	if podLabels == nil {
+		podLabels = map[string]string{}
+	}
+	maps.Copy(podLabels, childLabels(m)) // the operator's labels win: the selector depends on them
+	podAnnotations := maps.Clone(pod.Annotations)
+	if podAnnotations == nil {
+		podAnnotations = map[string]string{}
+	}
+	podAnnotations[ConfigHashAnnotation] = configHash
+	podAnnotations["kubectl.kubernetes.io/default-container"] = containerName
+
+	volumes := []corev1.Volume{
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: configMapName(m)},
+			Items:                []corev1.KeyToPath{{Key: configKey, Path: configKey}},
+		}}},
+		// The root file system is read-only; the engine and Go's runtime may still want
+		// a scratch directory.
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	mounts := []corev1.VolumeMount{
+		// subPath, so that the secret directories below can be mounted next to it in
+		// the image's own /etc/kafka-mirror. The pods roll on every config change, so
+		// subPath's lack of live updates does not matter.
+		{Name: "config", MountPath: configPath, SubPath: configKey, ReadOnly: true},
+		{Name: "tmp", MountPath: "/tmp"},
+	}
+	for _, v := range secretVolumes(m) {
+		volumes = append(volumes, corev1.Volume{Name: v.name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: v.secret,
+			Items:      v.items,
+			// Readable by the pod's group (fsGroup) only.
+			DefaultMode: ptr.To[int32](0o440),
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: v.name, MountPath: secretsDir + "/" + v.name, ReadOnly: true})
+	}
+
+	probe := func(path string, failures int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: path, Port: intstr.FromString(metricsPortName), Scheme: corev1.URISchemeHTTP,
+			}},
+			PeriodSeconds:    10,
+			TimeoutSeconds:   5,
+			FailureThreshold: failures,
+		}
+	}
+	deliveryTimeout := config.DefaultDeliveryTimeout
+	if d := m.Spec.DeliveryTimeout; d != nil && d.Duration > 0 {
+		deliveryTimeout = d.Duration
+	}
+
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: childMeta(m, deploymentName(m)),
+		Spec: appsv1.DeploymentSpec{
+			Replicas:             ptr.To(desiredReplicas(m)),
+			Selector:             &metav1.LabelSelector{MatchLabels: selectorLabels(m)},
+			RevisionHistoryLimit: ptr.To[int32](3),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: pod.ServiceAccountName,
+					// The engine talks to Kafka only, never to the Kubernetes API.
+					AutomountServiceAccountToken:  ptr.To(false),
+					TerminationGracePeriodSeconds: ptr.To(int64(deliveryTimeout.Seconds()) + drainGrace),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To[int64](runAsUser),
+						RunAsGroup:     ptr.To[int64](runAsUser),
+						FSGroup:        ptr.To[int64](runAsUser),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:            containerName,
+						Image:           image,
+						ImagePullPolicy: pod.ImagePullPolicy,
+						Args:            []string{"run", "--config", configPath, "--log-format", "json"},
+						Ports: []corev1.ContainerPort{{
+							Name: metricsPortName, ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP,
+						}},
+						LivenessProbe:  probe("/healthz", 6),
+						ReadinessProbe: probe("/readyz", 3),
+						Resources:      pod.Resources,
+						VolumeMounts:   mounts,
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							RunAsNonRoot:             ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+						},
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+					}},
+					Volumes:           volumes,
+					ImagePullSecrets:  pod.ImagePullSecrets,
+					NodeSelector:      pod.NodeSelector,
+					Tolerations:       pod.Tolerations,
+					Affinity:          pod.Affinity,
+					PriorityClassName: pod.PriorityClassName,
+				},
+			},
+		},
+	}
+}
+
+// desiredReplicas is the number of mirror pods m asks for: 0 when paused, else
+// spec.replicas (default 1).
+func desiredReplicas(m *v1alpha1.KafkaMirror) int32 {
+	if m.Spec.Paused {
+		return 0
+	}
+	if m.Spec.Replicas == nil {
+		return 1
+	}
+	return max(*m.Spec.Replicas, 0)
+}
+
+// deploymentReady reports whether d runs its current template with all of its wanted
+// replicas ready and available.
+func deploymentReady(d *appsv1.Deployment, want int32) bool {
+	s := d.Status
+	return s.ObservedGeneration >= d.Generation &&
+		s.UpdatedReplicas == want && s.ReadyReplicas == want && s.AvailableReplicas == want && s.Replicas == want
+}

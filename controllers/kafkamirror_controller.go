@@ -1,0 +1,88 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+)
+
+// KafkaMirrorReconciler turns KafkaMirrors into running mirrors and keeps their target
+// topics' partition counts in step with the source.
+type KafkaMirrorReconciler struct {
+	client.Client
+	// APIReader reads Secrets uncached: the operator watches Secret metadata only and
+	// keeps no Secret data in memory between reconciles.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	// Recorder emits events; nil emits none.
+	Recorder events.EventRecorder
+	// Image is the mirror image used when spec.pod.image is empty: the operator's own.
+	Image string
+}
+
+// +kubebuilder:rbac:groups=kafkamirror.io,resources=kafkamirrors,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kafkamirror.io,resources=kafkamirrors/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=kafkamirror.io,resources=kafkamirrors/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs the steps for one KafkaMirror: validate -> read Secrets -> sync
+// topics -> write children -> status (in a defer, once). A spec error stalls the
+// KafkaMirror and is not retried; an unreachable cluster or missing Secret still writes
+// the children, is reported in status and retried with backoff. Every reconcile is
+// requeued after topicSyncInterval to find new topics and partition expansion.
+func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	m := &v1alpha1.KafkaMirror{}
+	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !m.DeletionTimestamp.IsZero() {
+		// The children go with their owner references; target topics, their data and
+		// the committed offsets stay, on purpose.
+		return ctrl.Result{}, nil
+	}
+	obs := &observation{}
+	defer func() { retErr = r.finalizeStatus(ctx, m, obs, retErr) }()
+
+	if obs.config, obs.invalid = validate(m); obs.invalid != nil {
+		// The running Deployment keeps its last good config until the spec is fixed.
+		return ctrl.Result{}, reconcile.TerminalError(obs.invalid)
+	}
+
+	files, err := readSecretFiles(ctx, r.APIReader, m)
+	if err != nil {
+		obs.secretErr = err
+		files = secretFiles{}
+	} else {
+		obs.topics, obs.topicsRan = syncTopics(ctx, m, obs.config, files), true
+	}
+
+	if obs.deployment, obs.childErr = r.applyChildren(ctx, m, obs.config, files); obs.childErr != nil {
+		return ctrl.Result{}, obs.childErr
+	}
+
+	// Transient failures are returned so the work queue retries them with backoff; the
+	// status already says what failed.
+	if err := errors.Join(obs.secretErr, obs.topics.err); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: obs.config.TopicSyncInterval.Duration}, nil
+}
+
+// requeueBackoff bounds the retry delay of failed reconciles: an unreachable cluster is
+// retried quickly at first, and at least every maxRetryDelay afterwards.
+const (
+	minRetryDelay = time.Second
+	maxRetryDelay = time.Minute
+)

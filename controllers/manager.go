@@ -1,0 +1,197 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+)
+
+// DefaultLeaderElectionID is the name of the Lease the operator replicas compete for.
+const DefaultLeaderElectionID = "kafka-mirror-operator.kafkamirror.io"
+
+// ManagerOptions configure NewManager. `kafka-mirror manager` fills them from flags.
+type ManagerOptions struct {
+	// Image is the mirror image for KafkaMirrors without spec.pod.image: the operator's
+	// own, which holds the engine too. Required.
+	Image string
+	// WatchNamespaces limits the operator to these namespaces; empty watches all.
+	WatchNamespaces []string
+	// MetricsAddress serves the operator's Prometheus metrics; "0" turns them off.
+	MetricsAddress string
+	// HealthProbeAddress serves /healthz and /readyz; "0" turns them off.
+	HealthProbeAddress string
+	// LeaderElection makes replicas of the operator elect one leader through a Lease;
+	// only the leader reconciles.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the Lease. Default: the namespace the operator runs
+	// in (read from its service account), required outside a cluster.
+	LeaderElectionNamespace string
+	// LeaderElectionID names the Lease. Default DefaultLeaderElectionID.
+	LeaderElectionID string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election; zero keeps
+	// controller-runtime's defaults (15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// MaxConcurrentReconciles is how many KafkaMirrors are reconciled at once. Default 4:
+	// a topic sync waits on Kafka, so one slow cluster must not hold up the others.
+	MaxConcurrentReconciles int
+	// SkipControllerNameValidation allows several managers in one process (tests).
+	SkipControllerNameValidation bool
+	// Logger is the manager's and the reconciler's logger.
+	Logger logr.Logger
+}
+
+// NewScheme returns a scheme with the built-in types and kafkamirror.io/v1alpha1.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("while building the scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("while building the scheme: %w", err)
+	}
+	return s, nil
+}
+
+// NewManager returns a manager running the KafkaMirror controller, with health checks,
+// metrics and (optionally) leader election. Start it with Start(ctx); it stops when ctx
+// ends and, as leader, gives up the Lease at once so another replica takes over.
+func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
+	if o.Image == "" {
+		return nil, errors.New("the mirror image is required (--engine-image or KAFKA_MIRROR_IMAGE)")
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = DefaultLeaderElectionID
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 4
+	}
+	// The operator caches only the children it manages (by label), not every
+	// Deployment, ConfigMap and Service of the cluster.
+	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{labelManagedBy: FieldOwner})}
+	opts := ctrl.Options{
+		Scheme: scheme,
+		Logger: o.Logger,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&appsv1.Deployment{}:            managed,
+			&corev1.ConfigMap{}:             managed,
+			&corev1.Service{}:               managed,
+			&policyv1.PodDisruptionBudget{}: managed,
+		}},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress},
+		HealthProbeBindAddress:        o.HealthProbeAddress,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if len(o.WatchNamespaces) > 0 {
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.WatchNamespaces {
+			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	for _, d := range []struct {
+		v   time.Duration
+		set **time.Duration
+	}{{o.LeaseDuration, &opts.LeaseDuration}, {o.RenewDeadline, &opts.RenewDeadline}, {o.RetryPeriod, &opts.RetryPeriod}} {
+		if d.v > 0 {
+			v := d.v
+			*d.set = &v
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("while creating the manager: %w", err)
+	}
+	if o.HealthProbeAddress != "0" && o.HealthProbeAddress != "" {
+		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+			return nil, fmt.Errorf("while adding the health check: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+			return nil, fmt.Errorf("while adding the readiness check: %w", err)
+		}
+	}
+	r := &KafkaMirrorReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder(FieldOwner),
+		Image:     o.Image,
+	}
+	if err := r.SetupWithManager(mgr, o); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// SetupWithManager registers the controller: KafkaMirrors (spec changes only, so the
+// operator's own status writes do not loop), the children it owns, and Secrets as
+// metadata (a Secret change re-reconciles the KafkaMirrors that reference it).
+func (r *KafkaMirrorReconciler) SetupWithManager(mgr manager.Manager, o ManagerOptions) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.KafkaMirror{}, secretIndex, func(obj client.Object) []string {
+		m, ok := obj.(*v1alpha1.KafkaMirror)
+		if !ok {
+			return nil
+		}
+		return secretNames(m)
+	})
+	if err != nil {
+		return fmt.Errorf("while indexing KafkaMirrors by Secret: %w", err)
+	}
+	skip := o.SkipControllerNameValidation
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.KafkaMirror{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Service{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.mirrorsForSecret)).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](minRetryDelay, maxRetryDelay),
+			SkipNameValidation:      &skip,
+		}).
+		Complete(r)
+}
+
+// mirrorsForSecret maps a Secret to the KafkaMirrors in its namespace that reference it.
+func (r *KafkaMirrorReconciler) mirrorsForSecret(ctx context.Context, secret client.Object) []reconcile.Request {
+	var list v1alpha1.KafkaMirrorList
+	if err := r.List(ctx, &list, client.InNamespace(secret.GetNamespace()), client.MatchingFields{secretIndex: secret.GetName()}); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "Failed to list the KafkaMirrors referencing a Secret", "secret", client.ObjectKeyFromObject(secret))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, m := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+	}
+	return reqs
+}

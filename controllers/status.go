@@ -1,0 +1,242 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
+)
+
+// observation collects what the reconcile steps found. Steps fill it and never touch
+// conditions; computeStatus turns it into status in one place.
+type observation struct {
+	config *config.Config
+	// invalid is a spec error the operator cannot fix: Stalled.
+	invalid error
+	// secretErr is a referenced Secret that could not be read.
+	secretErr error
+	// topics is the topic sync's outcome; ran is false when the sync was skipped.
+	topics    topicSyncResult
+	topicsRan bool
+	// deployment is the Deployment as the API server returned it after apply.
+	deployment *appsv1.Deployment
+	// childErr is a failure to write a child object.
+	childErr error
+}
+
+// computeStatus returns m's status for what obs observed. Conditions keep their
+// lastTransitionTime while their status does not change.
+//
+// Ready is True only when the mirror really mirrors: not paused, at least one replica,
+// the Deployment available with every replica ready, and the topics synced.
+func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirrorStatus {
+	st := *m.Status.DeepCopy()
+	st.Replicas = desiredReplicas(m)
+	st.Selector = podSelector(m)
+	st.ConsumerGroup = ConsumerGroup(m)
+	if obs.deployment != nil {
+		st.ReadyReplicas = obs.deployment.Status.ReadyReplicas
+	}
+	if obs.topicsRan && obs.topics.err == nil {
+		st.Topics = topicsStatus(obs.topics)
+	}
+
+	gen := m.Generation
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen,
+		})
+	}
+
+	if obs.invalid != nil {
+		msg := obs.invalid.Error()
+		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec, msg)
+		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, "the spec must be fixed first; see the Stalled condition")
+		set(v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, msg)
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, msg)
+		return st
+	}
+	set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonReconciled, "the spec is valid")
+
+	topicsStatus, topicsReason, topicsMsg := topicsCondition(obs)
+	set(v1alpha1.ConditionTopicsSynced, topicsStatus, topicsReason, topicsMsg)
+
+	readyStatus, readyReason, readyMsg := readyCondition(m, obs, topicsStatus == metav1.ConditionTrue, topicsReason, topicsMsg)
+	set(v1alpha1.ConditionReady, readyStatus, readyReason, readyMsg)
+
+	if msg := progressing(m, obs); msg != "" {
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonProgressing, msg)
+	} else {
+		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonReconciled, "the cluster matches the spec")
+	}
+	return st
+}
+
+func topicsCondition(obs *observation) (metav1.ConditionStatus, string, string) {
+	var missing *missingSecretError
+	switch {
+	case errors.As(obs.secretErr, &missing):
+		return metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound, missing.Error()
+	case obs.secretErr != nil:
+		return metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound, obs.secretErr.Error()
+	case !obs.topicsRan:
+		return metav1.ConditionUnknown, v1alpha1.ReasonProgressing, "the topics have not been synced yet"
+	case obs.topics.err != nil && obs.topics.role == roleTarget:
+		return metav1.ConditionFalse, v1alpha1.ReasonTargetUnreachable, obs.topics.err.Error()
+	case obs.topics.err != nil:
+		return metav1.ConditionFalse, v1alpha1.ReasonSourceUnreachable, obs.topics.err.Error()
+	}
+	ts := topicsStatus(obs.topics)
+	var failed, hasMore, blocked []string
+	for _, t := range obs.topics.report.Topics {
+		switch state, _ := topicStateOf(t, obs.topics.dryRun); {
+		case state == v1alpha1.TopicStateFailed:
+			failed = append(failed, t.Source)
+		case state == v1alpha1.TopicStateMissing, state == v1alpha1.TopicStateMismatched && t.Action != topics.ActionTargetHasMore:
+			blocked = append(blocked, t.Source)
+		case state == v1alpha1.TopicStateMismatched:
+			hasMore = append(hasMore, t.Source)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return metav1.ConditionFalse, v1alpha1.ReasonTopicSyncFailed,
+			fmt.Sprintf("%d of %d topics could not be synced: %s (see status.topics.items)", len(failed), ts.Selected, listNames(failed))
+	case len(blocked) > 0:
+		return metav1.ConditionFalse, v1alpha1.ReasonTopicSyncDisabled,
+			fmt.Sprintf("the targets of %s are missing or have fewer partitions than their source, and syncPartitions is false: create or expand them, or set syncPartitions to true", listNames(blocked))
+	case ts.Selected == 0:
+		return metav1.ConditionTrue, v1alpha1.ReasonNoTopicsSelected,
+			fmt.Sprintf("no source topic matches spec.topics yet; the source is checked again every %s", syncInterval(obs))
+	case len(hasMore) > 0:
+		return metav1.ConditionTrue, v1alpha1.ReasonTargetHasMorePartitions,
+			fmt.Sprintf("%d topics in sync; the targets of %s have more partitions than their source (reported only: partitions cannot be removed)",
+				ts.InSync, listNames(hasMore))
+	}
+	return metav1.ConditionTrue, v1alpha1.ReasonTopicsInSync, fmt.Sprintf("%d topics in sync", ts.InSync)
+}
+
+func syncInterval(obs *observation) string {
+	if obs.config == nil {
+		return config.DefaultTopicSyncInterval.String()
+	}
+	return obs.config.TopicSyncInterval.Duration.String()
+}
+
+// listNames lists up to five names, then how many more there are.
+func listNames(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
+}
+
+func readyCondition(m *v1alpha1.KafkaMirror, obs *observation, topicsSynced bool, topicsReason, topicsMsg string) (metav1.ConditionStatus, string, string) {
+	want := desiredReplicas(m)
+	switch {
+	case m.Spec.Paused:
+		return metav1.ConditionFalse, v1alpha1.ReasonPaused, "spec.paused is true: the mirror is scaled to 0 (each pod drained and committed before it stopped)"
+	case want == 0:
+		return metav1.ConditionFalse, v1alpha1.ReasonScaledToZero, "spec.replicas is 0: nothing is mirrored"
+	case topicsReason == v1alpha1.ReasonSecretNotFound:
+		return metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound, topicsMsg
+	case obs.childErr != nil:
+		return metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotReady, obs.childErr.Error()
+	case !topicsSynced:
+		return metav1.ConditionFalse, v1alpha1.ReasonTopicsNotSynced, "topics are not synced: " + topicsMsg
+	case obs.deployment == nil || !deploymentReady(obs.deployment, want):
+		ready := int32(0)
+		if obs.deployment != nil {
+			ready = obs.deployment.Status.ReadyReplicas
+		}
+		return metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotReady,
+			fmt.Sprintf("%d of %d mirror pods ready", ready, want)
+	}
+	return metav1.ConditionTrue, v1alpha1.ReasonAvailable, fmt.Sprintf("%d of %d mirror pods ready; %s", want, want, topicsMsg)
+}
+
+// progressing says what the operator is still waiting for ("" when nothing).
+func progressing(m *v1alpha1.KafkaMirror, obs *observation) string {
+	switch {
+	case obs.childErr != nil:
+		return "writing the mirror's objects failed: " + obs.childErr.Error()
+	case obs.secretErr != nil:
+		return "waiting for a referenced Secret"
+	case obs.topicsRan && obs.topics.err != nil:
+		return "retrying the topic sync"
+	case obs.deployment == nil:
+		return "the mirror Deployment has not been written yet"
+	case !deploymentReady(obs.deployment, desiredReplicas(m)):
+		return "the mirror Deployment is rolling out"
+	}
+	return ""
+}
+
+// finalizeStatus writes m's status once per reconcile, as a merge patch of what
+// changed, and only when something changed. observedGeneration moves only when the
+// reconcile succeeded. Events are emitted for condition changes a person cares about.
+func (r *KafkaMirrorReconciler) finalizeStatus(ctx context.Context, m *v1alpha1.KafkaMirror, obs *observation, reconcileErr error) error {
+	next := computeStatus(m, obs)
+	if reconcileErr == nil {
+		next.ObservedGeneration = m.Generation
+	}
+	r.recordTransitions(m, &next, obs)
+	if equality.Semantic.DeepEqual(m.Status, next) {
+		return reconcileErr
+	}
+	orig := m.DeepCopy()
+	m.Status = next
+	if err := r.Status().Patch(ctx, m, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+		return errors.Join(reconcileErr, fmt.Errorf("while patching the status of KafkaMirror %s/%s: %w", m.Namespace, m.Name, err))
+	}
+	return reconcileErr
+}
+
+// warningReasons are the reasons a person can act on; the others are Normal events.
+var warningReasons = map[string]bool{
+	v1alpha1.ReasonInvalidSpec:       true,
+	v1alpha1.ReasonSecretNotFound:    true,
+	v1alpha1.ReasonSourceUnreachable: true,
+	v1alpha1.ReasonTargetUnreachable: true,
+	v1alpha1.ReasonTopicSyncFailed:   true,
+	v1alpha1.ReasonTopicSyncDisabled: true,
+}
+
+// recordTransitions emits an event when Ready or TopicsSynced changes reason, and one
+// when the topic sync created or expanded target topics. Event reasons equal condition
+// reasons.
+func (r *KafkaMirrorReconciler) recordTransitions(m *v1alpha1.KafkaMirror, next *v1alpha1.KafkaMirrorStatus, obs *observation) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, typ := range []string{v1alpha1.ConditionTopicsSynced, v1alpha1.ConditionReady} {
+		now := meta.FindStatusCondition(next.Conditions, typ)
+		before := meta.FindStatusCondition(m.Status.Conditions, typ)
+		if now == nil || now.Status == metav1.ConditionUnknown || (before != nil && before.Reason == now.Reason && before.Status == now.Status) {
+			continue
+		}
+		eventType := corev1.EventTypeNormal
+		if warningReasons[now.Reason] {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(m, nil, eventType, now.Reason, "Reconcile", "%s is %s: %s", typ, now.Status, now.Message)
+	}
+	if obs.topicsRan && obs.topics.err == nil {
+		if changes := topicChanges(obs.topics); changes != "" {
+			r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, v1alpha1.ReasonTopicsInSync, "SyncTopics", "Target topics changed: %s", changes)
+		}
+	}
+}

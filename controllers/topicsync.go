@@ -1,0 +1,204 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-logr/logr"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
+)
+
+// Timeouts of the operator's Kafka clients. A reconcile must not hang on an unreachable
+// cluster: it reports the cause and retries with backoff instead.
+const (
+	kafkaDialTimeout    = 10 * time.Second
+	kafkaRequestTimeout = 15 * time.Second
+)
+
+// topicSyncResult is what the topic sync step found. err is set when a cluster could
+// not be reached or listed at all; role then says which ("source" or "target").
+type topicSyncResult struct {
+	report topics.Report
+	dryRun bool
+	// lag holds the consumer group's lag per source topic, for the topics listed in
+	// status; a topic is absent when its lag could not be read.
+	lag  map[string]int64
+	err  error
+	role string
+}
+
+// syncTopics runs the engine's topic Syncer against the real clusters: missing targets
+// are created with the source's partition count and smaller targets expanded (unless
+// spec.syncPartitions is false, when nothing changes and the differences are reported).
+// files serves the referenced Secret keys at the paths mirror.yaml names, so the
+// operator connects exactly as the pods do.
+func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config, files secretFiles) topicSyncResult {
+	log := logr.FromContextOrDiscard(ctx)
+	res := topicSyncResult{dryRun: m.Spec.SyncPartitions != nil && !*m.Spec.SyncPartitions}
+	sel, err := topics.NewSelector(cfg.Topics)
+	if err != nil { // validate already compiled these; keep the error rather than panic
+		res.err = fmt.Errorf("while compiling spec.topics: %w", err)
+		return res
+	}
+	srcClient, srcAdmin, err := connect(cfg.Source, kafka.RoleSource, files)
+	if err != nil {
+		res.err, res.role = err, roleSource
+		return res
+	}
+	defer closeQuietly(log, srcAdmin, roleSource)
+	_, tgtAdmin, err := connect(cfg.Target, kafka.RoleTarget, files)
+	if err != nil {
+		res.err, res.role = err, roleTarget
+		return res
+	}
+	defer closeQuietly(log, tgtAdmin, roleTarget)
+
+	syncer := topics.NewSyncer(srcAdmin, tgtAdmin, sel, topics.SyncOptions{
+		SyncConfigs: cfg.SyncTopicConfigs,
+		DryRun:      res.dryRun,
+		Logger:      log,
+	})
+	res.report, err = syncer.Sync(ctx)
+	if err != nil {
+		res.err, res.role = err, roleSource
+		// Sync names the cluster it could not list in its error.
+		if strings.Contains(err.Error(), "target topic") {
+			res.role = roleTarget
+		}
+		return res
+	}
+
+	names := make([]string, 0, min(len(res.report.Topics), v1alpha1.MaxTopicStatuses))
+	for _, t := range res.report.Topics[:min(len(res.report.Topics), v1alpha1.MaxTopicStatuses)] {
+		if t.Action != topics.ActionFailed {
+			names = append(names, t.Source)
+		}
+	}
+	lags, err := topics.Lag(ctx, srcAdmin, srcClient, cfg.ConsumerGroup, names)
+	if err != nil {
+		// Lag is for people reading status; a failure to read it changes nothing else.
+		log.V(1).Info("Failed to read consumer group lag", "group", cfg.ConsumerGroup, "error", err.Error())
+		return res
+	}
+	res.lag = make(map[string]int64, len(lags))
+	for t, parts := range lags {
+		var sum int64
+		for _, p := range parts {
+			sum += p.Lag
+		}
+		res.lag[t] = sum
+	}
+	return res
+}
+
+// connect opens a client and an admin (sharing the client's connections) to one
+// cluster, with timeouts short enough for a reconcile.
+func connect(cl config.Cluster, role string, files secretFiles) (sarama.Client, sarama.ClusterAdmin, error) {
+	opts := []kafka.Option{kafka.WithRole(role), kafka.WithFileReader(files.read)}
+	sc, err := kafka.NewConfig(cl, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc.Net.DialTimeout = kafkaDialTimeout
+	sc.Net.ReadTimeout = kafkaRequestTimeout
+	sc.Net.WriteTimeout = kafkaRequestTimeout
+	sc.Metadata.Timeout = kafkaRequestTimeout
+	sc.Metadata.Retry.Max = 1
+	sc.Admin.Timeout = kafkaRequestTimeout
+	client, err := kafka.NewClientFromConfig(cl, sc, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		_ = client.Close()
+		return nil, nil, fmt.Errorf("while creating the %s cluster admin: %w", role, err)
+	}
+	return client, admin, nil
+}
+
+// closeQuietly closes an admin (and the client under it); a failure to close changes
+// nothing for the reconcile.
+func closeQuietly(log logr.Logger, admin sarama.ClusterAdmin, role string) {
+	if err := admin.Close(); err != nil {
+		log.V(1).Info("Failed to close Kafka admin", "cluster", role, "error", err.Error())
+	}
+}
+
+// topicsStatus turns a sync result into status.topics, capped at MaxTopicStatuses items.
+func topicsStatus(res topicSyncResult) *v1alpha1.TopicsStatus {
+	rep := res.report
+	out := &v1alpha1.TopicsStatus{Selected: int32(rep.Selected), Failed: int32(rep.Failed)}
+	for i, t := range rep.Topics {
+		state, msg := topicStateOf(t, res.dryRun)
+		switch state {
+		case v1alpha1.TopicStateInSync:
+			out.InSync++
+		case v1alpha1.TopicStateMismatched, v1alpha1.TopicStateMissing:
+			out.Mismatched++
+		}
+		if i >= v1alpha1.MaxTopicStatuses {
+			continue
+		}
+		ts := v1alpha1.TopicStatus{
+			Source: t.Source, Target: t.Target,
+			SourcePartitions: t.SourcePartitions, TargetPartitions: t.TargetPartitions,
+			State: state, Message: msg,
+		}
+		if lag, ok := res.lag[t.Source]; ok {
+			ts.Lag = &lag
+		}
+		out.Items = append(out.Items, ts)
+	}
+	return out
+}
+
+// topicStateOf maps what the Syncer did for a topic to its state in status. With
+// dryRun (syncPartitions false) "created" and "expanded" mean the sync would have had to.
+func topicStateOf(t topics.TopicState, dryRun bool) (v1alpha1.TopicState, string) {
+	switch {
+	case t.Action == topics.ActionFailed:
+		msg := "the topic could not be synced"
+		if t.Err != nil {
+			msg = t.Err.Error()
+		}
+		return v1alpha1.TopicStateFailed, msg
+	case t.Action == topics.ActionTargetHasMore:
+		return v1alpha1.TopicStateMismatched, "the target has more partitions than the source; partitions cannot be removed, so this is reported only"
+	case dryRun && t.Action == topics.ActionCreated:
+		return v1alpha1.TopicStateMissing, "the target topic does not exist and syncPartitions is false; the mirror waits for it"
+	case dryRun && t.Action == topics.ActionExpanded:
+		return v1alpha1.TopicStateMismatched, "the target has fewer partitions than the source and syncPartitions is false; the mirror waits for the missing partitions"
+	}
+	// In sync, or created or expanded just now.
+	return v1alpha1.TopicStateInSync, ""
+}
+
+// topicChanges describes the topics a sync created or expanded, for an event; "" when
+// it changed nothing.
+func topicChanges(res topicSyncResult) string {
+	if res.dryRun {
+		return ""
+	}
+	var parts []string
+	for _, t := range res.report.Topics {
+		switch t.Action {
+		case topics.ActionCreated:
+			parts = append(parts, fmt.Sprintf("created %s with %d partitions", t.Target, t.TargetPartitions))
+		case topics.ActionExpanded:
+			parts = append(parts, fmt.Sprintf("expanded %s to %d partitions", t.Target, t.TargetPartitions))
+		}
+	}
+	const shown = 10
+	if len(parts) > shown {
+		parts = append(parts[:shown], fmt.Sprintf("and %d more", len(parts)-shown))
+	}
+	return strings.Join(parts, ", ")
+}

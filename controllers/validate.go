@@ -1,0 +1,45 @@
+package controllers
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
+)
+
+// specError lists everything wrong with a spec, each problem starting with its field
+// path (spec.topics.include[1]: ...). It is what the Stalled condition says.
+type specError struct{ problems []string }
+
+func (e *specError) Error() string { return strings.Join(e.problems, "; ") }
+
+// validate renders m's engine config and checks it with the engine's own rules, so the
+// operator accepts exactly what the engine will run: the config file's rules (regular
+// expressions compile, rename is usable, durations positive, ...), then every handler
+// and the rebalance listener are built (CEL compiled and type-checked, named handlers
+// found in the registry, their args checked). Paths are rooted at spec. The API server
+// has already rejected what its schema and CEL rules can see; this catches the rest.
+func validate(m *v1alpha1.KafkaMirror) (*config.Config, error) {
+	cfg := RenderConfig(m)
+	var problems []string
+	for _, e := range cfg.ValidateFields(field.NewPath("spec")) {
+		problems = append(problems, e.Error())
+	}
+	if _, err := handler.NewChain(cfg.Handlers, handler.WithFieldPath("spec.handlers")); err != nil {
+		for _, fe := range handler.FieldErrors(err) {
+			problems = append(problems, fe.Error())
+		}
+	}
+	if _, err := handler.NewListener(cfg.RebalanceListener, handler.WithFieldPath("spec.rebalanceListener")); err != nil {
+		for _, fe := range handler.FieldErrors(err) {
+			problems = append(problems, fe.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return cfg, &specError{problems: problems}
+	}
+	return cfg, nil
+}
