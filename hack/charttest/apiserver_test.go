@@ -1,0 +1,297 @@
+package charttest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// fieldOwner is the server-side apply field manager of everything these tests apply.
+const fieldOwner = "kafka-mirror-charttest"
+
+// allVerbs are the verbs checked for least privilege: any of them not granted by
+// config/rbac/role.yaml must be denied to the operator.
+var allVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+
+// TestInstallOnAPIServer applies the chart and config/default to a real API server with
+// server-side dry-run (real admission, schema and CEL validation, as `kubectl apply
+// --server-side --dry-run=server` would), then installs the chart for real and checks with
+// SubjectAccessReviews that its ServiceAccount may do everything the controller declares in
+// config/rbac/role.yaml, and nothing more.
+func TestInstallOnAPIServer(t *testing.T) {
+	c := startAPIServer(t)
+	ctx := t.Context()
+
+	t.Run("chart with default values, server-side dry-run", func(t *testing.T) {
+		createNamespaces(t, c, releaseNamespace)
+		applyAll(t, c, renderChart(t, release, releaseNamespace), client.DryRunAll)
+	})
+	t.Run("chart watching one namespace, server-side dry-run", func(t *testing.T) {
+		createNamespaces(t, c, "ops", "team-a")
+		applyAll(t, c, renderChart(t, "team-a", "ops", "watchNamespace=team-a", "replicaCount=2",
+			"podDisruptionBudget.enabled=true", "image.digest=sha256:"+strings.Repeat("0f", 32)), client.DryRunAll)
+	})
+	t.Run("server-side dry-run rejects what only the API server can check", func(t *testing.T) {
+		// values.schema.json lets Kubernetes objects such as resources through as they are;
+		// this proves the dry-run above really validated them.
+		objs := renderChart(t, release, releaseNamespace, "resources.limits.memory=lots")
+		errs := applyObjects(ctx, c, objs, client.DryRunAll)
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "Deployment") || !strings.Contains(errs[0].Error(), "quantities must match the regular expression") {
+			t.Errorf("dry-run errors = %v, want one Deployment error about the memory quantity", errs)
+		}
+	})
+	t.Run("config/default, server-side dry-run", func(t *testing.T) {
+		objs := kustomizeBuild(t, filepath.Join(repoRoot(t), "config", "default"))
+		var namespaces []string
+		for _, o := range find(objs, "Namespace") {
+			namespaces = append(namespaces, o.GetName())
+		}
+		createNamespaces(t, c, namespaces...)
+		for _, kind := range []string{"CustomResourceDefinition", "Deployment", "ServiceAccount", "ClusterRole"} {
+			if len(find(objs, kind)) == 0 {
+				t.Errorf("config/default has no %s: %s", kind, describeObjects(objs))
+			}
+		}
+		applyAll(t, c, objs, client.DryRunAll)
+	})
+
+	rules := declaredRules(t)
+	t.Run("chart RBAC grants every rule the controller declares, cluster-wide", func(t *testing.T) {
+		applyAll(t, c, renderChart(t, release, releaseNamespace))
+		sa := serviceAccountUser(releaseNamespace, fullname)
+		waitForRBAC(ctx, t, c, sa, "", rules[0])
+		for _, namespace := range []string{"", "team-b"} {
+			checkAccess(ctx, t, c, sa, namespace, rules)
+		}
+		checkLeaderElection(ctx, t, c, sa, releaseNamespace)
+	})
+	t.Run("namespaced chart RBAC grants the rules in the watched namespace only", func(t *testing.T) {
+		createNamespaces(t, c, "ops-ns", "team-c")
+		// A second release in one cluster: the CRD and the aggregated roles belong to the first.
+		applyAll(t, c, renderChart(t, "team-c", "ops-ns", "watchNamespace=team-c", "crds.enabled=false",
+			"rbac.aggregatedRoles.enabled=false"))
+		sa := serviceAccountUser("ops-ns", "team-c-kafka-mirror-operator")
+		waitForRBAC(ctx, t, c, sa, "team-c", rules[0])
+		checkAccess(ctx, t, c, sa, "team-c", rules)
+		for _, namespace := range []string{"", "team-a"} {
+			for _, r := range rules {
+				if allowed(ctx, t, c, sa, namespace, r.group, r.resource, r.verbs[0]) {
+					t.Errorf("namespaced operator may %s %s in %q; it should be confined to team-c", r.verbs[0], r.resource, namespace)
+				}
+			}
+		}
+		checkLeaderElection(ctx, t, c, sa, "ops-ns")
+	})
+}
+
+// startAPIServer starts kube-apiserver and etcd from $KUBEBUILDER_ASSETS.
+func startAPIServer(t *testing.T) client.Client {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or export KUBEBUILDER_ASSETS=\"$(bash hack/envtest.sh)\" (builds kube-apiserver and etcd once)")
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("while starting the envtest API server from %s: %v", assets, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("while stopping the envtest API server: %v", err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatalf("while creating a client: %v", err)
+	}
+	return c
+}
+
+func createNamespaces(t *testing.T, c client.Client, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := c.Create(t.Context(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("while creating namespace %s: %v", name, err)
+		}
+	}
+}
+
+// applyAll server-side applies objects in order, CRDs first; with client.DryRunAll the API
+// server validates and admits each object without storing it.
+func applyAll(t *testing.T, c client.Client, objs []*unstructured.Unstructured, opts ...client.ApplyOption) {
+	t.Helper()
+	if len(objs) == 0 {
+		t.Fatal("nothing to apply")
+	}
+	for _, err := range applyObjects(t.Context(), c, objs, opts...) {
+		t.Error(err)
+	}
+}
+
+func applyObjects(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, opts ...client.ApplyOption) []error {
+	ordered := slices.Clone(objs)
+	slices.SortStableFunc(ordered, func(a, b *unstructured.Unstructured) int {
+		return rank(a) - rank(b)
+	})
+	opts = append(opts, client.FieldOwner(fieldOwner), client.ForceOwnership)
+	var errs []error
+	for _, o := range ordered {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), opts...); err != nil {
+			errs = append(errs, fmt.Errorf("while applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err))
+		}
+	}
+	return errs
+}
+
+func rank(o *unstructured.Unstructured) int {
+	switch o.GetKind() {
+	case "Namespace":
+		return 0
+	case "CustomResourceDefinition":
+		return 1
+	default:
+		return 2
+	}
+}
+
+// kustomizeBuild is `kustomize build dir`, with the kustomize library kubectl embeds.
+func kustomizeBuild(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "kustomization.yaml")); err != nil {
+		t.Fatalf("%s has no kustomization.yaml: %v", dir, err)
+	}
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("while building %s: %v", dir, err)
+	}
+	out, err := resources.AsYaml()
+	if err != nil {
+		t.Fatalf("while encoding %s: %v", dir, err)
+	}
+	objs, err := decodeObjects(bytes.NewReader(out))
+	if err != nil {
+		t.Fatalf("while decoding %s: %v", dir, err)
+	}
+	return objs
+}
+
+// rbacRule is one group/resource of config/rbac/role.yaml with the verbs granted on it.
+type rbacRule struct {
+	group, resource string
+	verbs           []string
+}
+
+// declaredRules reads config/rbac/role.yaml, the rules controller-gen collected from the
+// controllers' +kubebuilder:rbac markers, i.e. what the controller says it needs.
+func declaredRules(t *testing.T) []rbacRule {
+	t.Helper()
+	role := readObject(t, configPath(repoRoot(t), "RBAC_ROLE", "config/rbac/role.yaml"))
+	var out []rbacRule
+	for _, r := range field(t, role, "rules").([]any) {
+		rule := r.(map[string]any)
+		for _, g := range stringList(rule["apiGroups"]) {
+			for _, res := range stringList(rule["resources"]) {
+				out = append(out, rbacRule{group: g, resource: res, verbs: stringList(rule["verbs"])})
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("config/rbac/role.yaml declares no rules")
+	}
+	return out
+}
+
+// checkAccess asserts that user may do every declared verb in namespace ("" is every
+// namespace) and none of the other common verbs on the same resources.
+func checkAccess(ctx context.Context, t *testing.T, c client.Client, user serviceAccount, namespace string, rules []rbacRule) {
+	t.Helper()
+	granted := map[string][]string{}
+	for _, r := range rules {
+		key := r.group + "/" + r.resource
+		granted[key] = append(granted[key], r.verbs...)
+	}
+	checked := 0
+	for _, r := range rules {
+		for _, verb := range allVerbs {
+			want := slices.Contains(granted[r.group+"/"+r.resource], verb)
+			if got := allowed(ctx, t, c, user, namespace, r.group, r.resource, verb); got != want {
+				t.Errorf("%s may %s %s.%s in %q: %v, want %v (config/rbac/role.yaml)", user.name, verb, r.resource, r.group, namespace, got, want)
+			}
+			checked++
+		}
+	}
+	t.Logf("checked %d verb/resource pairs for %s in namespace %q", checked, user.name, namespace)
+}
+
+// checkLeaderElection asserts the operator can hold its Lease in its own namespace only.
+func checkLeaderElection(ctx context.Context, t *testing.T, c client.Client, user serviceAccount, namespace string) {
+	t.Helper()
+	for _, verb := range []string{"get", "create", "update"} {
+		if !allowed(ctx, t, c, user, namespace, "coordination.k8s.io", "leases", verb) {
+			t.Errorf("%s may not %s leases in %s: leader election would fail", user.name, verb, namespace)
+		}
+	}
+	if allowed(ctx, t, c, user, "kube-system", "coordination.k8s.io", "leases", "update") {
+		t.Errorf("%s may update leases in kube-system", user.name)
+	}
+}
+
+type serviceAccount struct {
+	name      string
+	namespace string
+}
+
+func serviceAccountUser(namespace, name string) serviceAccount {
+	return serviceAccount{name: fmt.Sprintf("system:serviceaccount:%s:%s", namespace, name), namespace: namespace}
+}
+
+// waitForRBAC waits until the authorizer sees the bindings just applied: RBAC objects are
+// authorised from an informer cache, so a fresh binding may not count for a moment.
+func waitForRBAC(ctx context.Context, t *testing.T, c client.Client, user serviceAccount, namespace string, r rbacRule) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !allowed(ctx, t, c, user, namespace, r.group, r.resource, r.verbs[0]) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still may not %s %s in %q 10s after the chart's RBAC was applied", user.name, r.verbs[0], r.resource, namespace)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// allowed asks the API server's authorizer through a SubjectAccessReview, with the groups
+// a ServiceAccount token carries.
+func allowed(ctx context.Context, t *testing.T, c client.Client, user serviceAccount, namespace, group, resource, verb string) bool {
+	t.Helper()
+	resource, subresource, _ := strings.Cut(resource, "/")
+	review := &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   user.name,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + user.namespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: namespace, Verb: verb, Group: group, Resource: resource, Subresource: subresource,
+			},
+		},
+	}
+	if err := c.Create(ctx, review); err != nil {
+		t.Fatalf("while creating a SubjectAccessReview: %v", err)
+	}
+	return review.Status.Allowed
+}
