@@ -1,16 +1,101 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/controllers"
 )
 
-// newManagerCommand is a placeholder until the manager subcommand lands.
+// defaultImageRepository is where release images are published; the default engine
+// image is this repository at the binary's own version, i.e. the operator's own image.
+const defaultImageRepository = "ghcr.io/kafka-mirror/kafka-mirror"
+
+type managerOptions struct {
+	kubeconfig     string
+	watchNamespace string
+	controllers.ManagerOptions
+}
+
+// newManagerCommand runs the operator: it reconciles KafkaMirrors into mirror
+// Deployments and keeps their target topics in sync.
 func newManagerCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:    "manager",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("manager: not built yet") },
+	o := &managerOptions{}
+	cmd := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the operator that turns KafkaMirror resources into running mirrors",
+		Long: `manager runs the kafka-mirror operator. It reconciles KafkaMirror resources:
+validates them, creates and expands target topics to match the source's partition
+counts, and runs the mirror engine as a Deployment from a rendered mirror.yaml.
+
+The mirror pods use --engine-image, by default this binary's own image: one image
+holds operator and engine.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: in-cluster config, then $KUBECONFIG, then ~/.kube/config")
+	f.StringVar(&o.Image, "engine-image", envOr("KAFKA_MIRROR_IMAGE", defaultImageRepository+":"+version),
+		"image of the mirror pods when a KafkaMirror sets no spec.pod.image (env KAFKA_MIRROR_IMAGE)")
+	f.StringVar(&o.watchNamespace, "watch-namespace", os.Getenv("WATCH_NAMESPACE"),
+		"comma-separated namespaces to watch; empty watches all (env WATCH_NAMESPACE)")
+	f.StringVar(&o.MetricsAddress, "metrics-bind-address", ":8080", `address of the operator's /metrics; "0" turns it off`)
+	f.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
+	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica through a Lease (turn on when running more than one replica)")
+	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"),
+		"namespace of the leader-election Lease; default: the operator's own namespace (env POD_NAMESPACE)")
+	f.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "KafkaMirrors reconciled at once")
+	return cmd
+}
+
+func (o *managerOptions) run(cmd *cobra.Command) error {
+	log, err := logFlags.newLogger()
+	if err != nil {
+		return err
+	}
+	// controller-runtime and client-go (leader election) log through the same logger.
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+	o.Logger = log
+
+	for _, ns := range strings.Split(o.watchNamespace, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			o.WatchNamespaces = append(o.WatchNamespaces, ns)
+		}
+	}
+	var cfg *rest.Config
+	if o.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return fmt.Errorf("while loading the Kubernetes client config: %w", err)
+	}
+	mgr, err := controllers.NewManager(cfg, o.ManagerOptions)
+	if err != nil {
+		return err
+	}
+	log.Info("Configured the operator", "version", version, "engineImage", o.Image,
+		"watchNamespaces", o.WatchNamespaces, "leaderElection", o.LeaderElection)
+	if err := mgr.Start(cmd.Context()); err != nil {
+		return fmt.Errorf("while running the manager: %w", err)
+	}
+	log.Info("Stopped the operator")
+	return nil
+}
+
+// envOr returns the environment variable key, or def when it is unset or empty.
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }
