@@ -32,6 +32,11 @@ type cluster struct {
 	name    string
 	kf      *kfake.Cluster
 	proxies []*toxiproxy.Proxy
+	// clientOpts are what a test client needs to connect (SASL, TLS).
+	clientOpts []kgo.Opt
+
+	adminOnce sync.Once
+	adminCl   *kgo.Client
 }
 
 // advertisedListener is a broker's real listener that reports the proxy's address, which
@@ -121,15 +126,19 @@ func (c *cluster) addToxic(t *testing.T, name, typ, stream string, attrs string)
 	}
 }
 
-// admin returns a kgo client for admin requests through the proxy.
+// admin returns the cluster's kgo client for admin requests through the proxy, created
+// on first use and closed with the test.
 func (c *cluster) admin(t *testing.T) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
+	c.adminOnce.Do(func() {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.addrs()...)}, c.clientOpts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.adminCl = cl
+		t.Cleanup(cl.Close)
+	})
+	return c.adminCl
 }
 
 // createTopics creates topics with their partition counts and configs.
@@ -284,4 +293,19 @@ func (c *cluster) committed(t *testing.T, group string) map[string]map[int32]int
 		}
 	}
 	return out
+}
+
+// groupMembers returns the number of members of group and its state.
+func (c *cluster) groupMembers(t *testing.T, group string) (int, string) {
+	t.Helper()
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{group}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, c.admin(t))
+	if err != nil || len(resp.Groups) != 1 {
+		return 0, fmt.Sprintf("unknown (%v)", err)
+	}
+	g := resp.Groups[0]
+	return len(g.Members), g.State
 }

@@ -55,7 +55,7 @@ func newScenario(t *testing.T, topics map[string]int32) *scenario {
 		dst:    newCluster(t, "target", 1),
 		dir:    t.TempDir(),
 		topics: topics,
-		group:  "kafka-mirror.e2e." + strings.ToLower(t.Name()),
+		group:  "kafka-mirror.e2e." + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "."),
 		start:  time.Now(),
 	}
 	s.src.createTopics(t, topics, nil)
