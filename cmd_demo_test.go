@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/demo"
+)
+
+// actAsKafkaMirror makes this test binary behave as the kafka-mirror binary. The demo
+// runs the engine by re-executing its own binary (`run --config ...`); under `go test`
+// that binary is this one, so it must answer the CLI's arguments as main does.
+const actAsKafkaMirror = "KAFKA_MIRROR_TEST_ACT_AS_MAIN"
+
+// init runs before the testing package parses its flags, so the CLI arguments reach
+// main untouched and no test runs in the child.
+func init() {
+	if os.Getenv(actAsKafkaMirror) == "1" {
+		main()
+		os.Exit(0)
+	}
+}
+
+// kafkaMirror runs this test binary as `kafka-mirror args...`.
+func kafkaMirror(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), actAsKafkaMirror+"=1")
+	return cmd
+}
+
+// TestDemo runs the whole quick start with small numbers, the way `make demo` does, and
+// checks the exit code and the verification report it prints.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two embedded clusters and the engine for about 20 seconds")
+	}
+	const records = 3000
+	cmd := kafkaMirror("demo", "--records", strconv.Itoa(records), "--rate", "600")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the demo: %v", err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the demo failed (%v) after %s:\n%s", err, time.Since(start).Round(time.Second), out.String())
+		}
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("the demo did not finish in 90s:\n%s", out.String())
+	}
+	text := out.String()
+	t.Logf("the demo took %s:\n%s", time.Since(start).Round(100*time.Millisecond), text)
+
+	report := map[string]int{}
+	for _, m := range regexp.MustCompile(`(?m)^  (produced|mirrored|filtered|lost|duplicated|out of order) +([0-9,]+)  `).FindAllStringSubmatch(text, -1) {
+		n, err := strconv.Atoi(strings.ReplaceAll(m[2], ",", ""))
+		if err != nil {
+			t.Fatalf("report line %q: %v", m[0], err)
+		}
+		report[m[1]] = n
+	}
+	if report["produced"] != records {
+		t.Errorf("produced = %d, want %d", report["produced"], records)
+	}
+	if report["lost"] != 0 {
+		t.Errorf("lost = %d, want 0", report["lost"])
+	}
+	if report["out of order"] != 0 {
+		t.Errorf("out of order = %d, want 0", report["out of order"])
+	}
+	// About a tenth of the records carry the skip header; the filter must drop exactly
+	// those, and every other record must be on the target.
+	if f := report["filtered"]; f < records/20 || f > records/5 {
+		t.Errorf("filtered = %d, want about %d", f, records/10)
+	}
+	if got, want := report["mirrored"]+report["filtered"], records; got != want {
+		t.Errorf("mirrored + filtered = %d, want %d", got, want)
+	}
+	for _, want := range []string{
+		"Killed the engine with SIGKILL",
+		"Restarted the engine",
+		"Target topic orders.us followed: 5 partitions",
+		"in sync  orders.eu 6/6, orders.us 5/5, payments 4/4",
+		"orders.tmp.scratch not on the target",
+		"PASSED: nothing lost",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the demo's output lacks %q", want)
+		}
+	}
+}
+
+func TestDemoRecordCount(t *testing.T) {
+	tests := map[string]struct {
+		opts       demoOptions
+		recordsSet bool
+		want       int
+		wantErr    string
+	}{
+		"defaults":              {opts: demoOptions{records: demo.DefaultRecords, rate: demo.DefaultRate}, want: demo.DefaultRecords},
+		"records":               {opts: demoOptions{records: 500, rate: 100}, recordsSet: true, want: 500},
+		"duration times rate":   {opts: demoOptions{records: demo.DefaultRecords, rate: 2000, duration: time.Minute}, want: 120000},
+		"duration needs a rate": {opts: demoOptions{rate: 0, duration: time.Second}, wantErr: "--duration needs a --rate above 0"},
+		"negative rate":         {opts: demoOptions{records: 10, rate: -1}, wantErr: "--rate must not be negative"},
+		"zero records":          {opts: demoOptions{records: 0, rate: 10}, recordsSet: true, wantErr: "--records must be at least 1"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := tc.opts.recordCount(tc.recordsSet)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("recordCount() = %d, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDemoRecordsAndDurationExclusive(t *testing.T) {
+	root := newRootCommand()
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs([]string{"demo", "--records", "10", "--duration", "5s"})
+	err := root.Execute()
+	if err == nil || !strings.Contains(err.Error(), "none of the others can be") {
+		t.Fatalf("demo --records --duration: error = %v, want a mutually exclusive flags error", err)
+	}
+}
+
+// TestDemoResultErr checks that the demo's exit status follows the audit: a lost
+// record, a wrong filter count or a partition mismatch fail it; duplicates do not.
+func TestDemoResultErr(t *testing.T) {
+	inSync := []demo.TopicResult{{Source: "orders.eu", SourcePartitions: 6, TargetPartitions: 6}}
+	good := audit.PartitionReport{Produced: 100, Mirrored: 90, Filtered: 10, Duplicated: 7}
+	tests := map[string]struct {
+		result  demo.Result
+		wantErr string
+	}{
+		"duplicates are allowed": {result: demo.Result{Audit: audit.Report{Total: good}, Topics: inSync, ExpectedFiltered: 10}},
+		"lost": {
+			result:  demo.Result{Audit: audit.Report{Total: func() audit.PartitionReport { p := good; p.Lost = 2; return p }(), FirstMissing: []string{"orders.eu/0/a.1"}}, Topics: inSync, ExpectedFiltered: 10},
+			wantErr: "2 records lost (first: orders.eu/0/a.1)",
+		},
+		"filter count": {
+			result:  demo.Result{Audit: audit.Report{Total: good}, Topics: inSync, ExpectedFiltered: 11},
+			wantErr: "filter dropped 10 records, expected 11",
+		},
+		"partitions": {
+			result:  demo.Result{Audit: audit.Report{Total: good}, Topics: []demo.TopicResult{{Source: "orders.us", SourcePartitions: 5, TargetPartitions: 3}}, ExpectedFiltered: 10},
+			wantErr: "topic orders.us has 5 partitions on the source and 3 on the target",
+		},
+		"out of order": {
+			result:  demo.Result{Audit: audit.Report{Total: func() audit.PartitionReport { p := good; p.OutOfOrder = 1; return p }()}, Topics: inSync, ExpectedFiltered: 10},
+			wantErr: "1 records out of order",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := tc.result.Err()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Err() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Err() = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestDemoExitCode checks that a failing command makes the binary exit non-zero, which
+// is how `make demo` and CI see a broken promise.
+func TestDemoExitCode(t *testing.T) {
+	cmd := kafkaMirror("demo", "--rate", "-1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("demo --rate -1: err = %v, want exit code 1; output:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Error: --rate must not be negative, got -1") {
+		t.Errorf("demo --rate -1 printed %q", out)
+	}
+}
