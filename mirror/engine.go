@@ -1,0 +1,381 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
+)
+
+// drainMargin is kept free inside the group's rebalance timeout after the drain, for
+// the commit and the rejoin.
+const drainMargin = 10 * time.Second
+
+// Engine mirrors the selected topics of one config. Build it with New and start it
+// with Run; an Engine runs once.
+type Engine struct {
+	cfg        *config.Config
+	log        logr.Logger
+	kafkaOpts  []kafka.Option
+	progress   time.Duration
+	drainLimit time.Duration
+	tune       func(*sarama.Config)
+
+	chain       handler.Handler
+	passThrough bool
+	listener    handler.RebalanceListener
+	sel         *topics.Selector
+	preserve    bool
+
+	metrics  *metrics
+	gatherer prometheus.Gatherer
+	parts    partitionRegistry
+	topics   topicSet
+
+	// Set by Run before the streams start.
+	producer sarama.AsyncProducer
+	targets  *targetTopics
+
+	outPool sync.Pool
+
+	commits, rebalances, sendErrors atomic.Int64
+	// joined counts streams that started at least one group session.
+	joined     atomic.Int64
+	streamSeen []atomic.Bool
+
+	runOnce  atomic.Bool
+	failOnce sync.Once
+	failErr  error
+	failed   chan struct{} // closed on the first fatal error
+	aborted  atomic.Bool
+	abortCh  chan struct{}
+	abortMu  sync.Mutex
+	cancel   context.CancelFunc
+}
+
+// New builds an engine for cfg, which must already be defaulted and validated. It
+// compiles the handler chain and topic selection and registers the metrics; it does
+// not connect to any cluster (Run does).
+func New(cfg *config.Config, opts ...Option) (*Engine, error) {
+	o := options{log: logr.Discard(), progressInterval: 30 * time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	chain, err := handler.NewChain(cfg.Handlers, handler.WithLogger(o.log))
+	if err != nil {
+		return nil, fmt.Errorf("while building the handler chain: %w", err)
+	}
+	listener, err := handler.NewListener(cfg.RebalanceListener, handler.WithLogger(o.log))
+	if err != nil {
+		return nil, fmt.Errorf("while building the rebalance listener: %w", err)
+	}
+	sel, err := topics.NewSelector(cfg.Topics)
+	if err != nil {
+		return nil, fmt.Errorf("while compiling the topic selection: %w", err)
+	}
+	e := &Engine{
+		cfg:         cfg,
+		log:         o.log,
+		kafkaOpts:   o.kafkaOpts,
+		progress:    o.progressInterval,
+		tune:        o.tuneSarama,
+		chain:       chain,
+		passThrough: len(cfg.Handlers) == 0,
+		listener:    listener,
+		sel:         sel,
+		preserve:    cfg.Partitioning == config.PartitioningPreserve,
+		metrics:     newMetrics(),
+		topics:      newTopicSet(),
+		streamSeen:  make([]atomic.Bool, cfg.Streams),
+		failed:      make(chan struct{}),
+		abortCh:     make(chan struct{}),
+	}
+	e.outPool.New = func() any { return new(outMsg) }
+	e.parts = partitionRegistry{parts: map[partitionKey]*partitionState{}, m: e.metrics}
+
+	reg := o.registerer
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		reg, e.gatherer = r, r
+	} else if g, ok := reg.(prometheus.Gatherer); ok {
+		e.gatherer = g
+	} else {
+		e.gatherer = prometheus.DefaultGatherer
+	}
+	if err := e.metrics.register(reg, &e.parts); err != nil {
+		return nil, fmt.Errorf("while registering metrics: %w", err)
+	}
+
+	cc, err := kafka.ConsumerConfig(cfg, e.kafkaOpts...)
+	if err != nil {
+		return nil, err
+	}
+	e.drainLimit = o.drainTimeout
+	if e.drainLimit <= 0 {
+		e.drainLimit = max(cc.Consumer.Group.Rebalance.Timeout-drainMargin, cc.Consumer.Group.Rebalance.Timeout/2)
+	}
+	return e, nil
+}
+
+// ValidateConfig checks a defaulted config the way Run would: the file's own rules
+// (Config.Validate) plus compiling the handler chain, the rebalance listener and the
+// topic selection. Every problem is returned, each naming its field path.
+func ValidateConfig(cfg *config.Config) error {
+	var errs []error
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := handler.NewChain(cfg.Handlers); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := handler.NewListener(cfg.RebalanceListener); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := topics.NewSelector(cfg.Topics); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Run mirrors until ctx ends or a fatal error happens. When ctx ends, every stream stops
+// fetching, waits for its in-flight records to be acked, commits and leaves its group;
+// Run then returns nil. A fatal error (a send that finally failed, a handler error, a
+// committed offset that fell out of the source's retention) stops the engine the same
+// way, except that nothing past the failed record is committed, and Run returns the
+// error.
+func (e *Engine) Run(ctx context.Context) error {
+	if !e.runOnce.CompareAndSwap(false, true) {
+		return errors.New("the engine has already run; build a new one with New")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e.abortMu.Lock()
+	e.cancel = cancel
+	e.abortMu.Unlock()
+
+	conns, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer conns.close()
+	producerOpen := true
+	defer func() {
+		if producerOpen {
+			_ = e.producer.Close()
+		}
+	}()
+
+	// Background work that serves the streams: metrics endpoint, topic loop, progress.
+	bg, bgCtx := errgroup.WithContext(ctx)
+	stopBackground := func() { cancel(); _ = bg.Wait() }
+	if err := e.startHTTP(bgCtx, bg); err != nil {
+		stopBackground()
+		return err
+	}
+	tl := newTopicLoop(e, conns)
+	if err := tl.runOnce(ctx); err != nil {
+		stopBackground()
+		return err
+	}
+	bg.Go(func() error { tl.run(bgCtx); return nil })
+	bg.Go(func() error { e.logProgress(bgCtx); return nil })
+
+	// Acks are read until the producer is closed, after the streams drained.
+	acksDone := make(chan struct{})
+	go func() { defer close(acksDone); e.readAcks() }()
+
+	streams, sctx := errgroup.WithContext(ctx)
+	for id := 0; id < e.cfg.Streams; id++ {
+		streams.Go(func() error { return e.runStream(sctx, id) })
+	}
+	streamErr := streams.Wait()
+	if streamErr != nil {
+		e.fail(streamErr)
+	}
+	cancel()
+	_ = bg.Wait()
+
+	producerOpen = false
+	e.producer.AsyncClose()
+	<-acksDone
+
+	select {
+	case <-e.failed:
+		if e.aborted.Load() && e.failErr == errAborted {
+			return nil
+		}
+		return e.failErr
+	default:
+		return nil
+	}
+}
+
+// errAborted marks the stop caused by Abort.
+var errAborted = errors.New("the engine was aborted")
+
+// Abort stops the engine at once, as if its process had been killed: partitions are not
+// drained, no offsets are committed, acks still arriving are not committed. It exists
+// for crash-recovery tests only; Run then returns nil. Production code stops the engine
+// by cancelling Run's context.
+func (e *Engine) Abort() {
+	e.abortMu.Lock()
+	defer e.abortMu.Unlock()
+	if e.aborted.CompareAndSwap(false, true) {
+		close(e.abortCh)
+		e.fail(errAborted)
+		if e.cancel != nil {
+			e.cancel()
+		}
+	}
+}
+
+// fail records the first fatal error and stops every stream.
+func (e *Engine) fail(err error) {
+	e.failOnce.Do(func() {
+		e.failErr = err
+		close(e.failed)
+		if err != errAborted {
+			e.log.Error(err, "Stopped the mirror on a fatal error")
+		}
+	})
+	e.abortMu.Lock()
+	cancel := e.cancel
+	e.abortMu.Unlock()
+	if cancel != nil && err != errAborted {
+		cancel()
+	}
+}
+
+// isFailed reports whether a fatal error (or Abort) happened.
+func (e *Engine) isFailed() bool {
+	select {
+	case <-e.failed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Ready returns nil when the engine is mirroring: no fatal error happened and every
+// stream has joined its consumer group at least once (its first session started, so it
+// owns its partitions, or none when there are more streams than partitions).
+// Otherwise it returns the reason. /readyz answers with it.
+func (e *Engine) Ready() error {
+	if e.isFailed() {
+		return fmt.Errorf("stopped: %w", e.failErr)
+	}
+	if n := e.joined.Load(); n < int64(e.cfg.Streams) {
+		return fmt.Errorf("%d of %d streams joined consumer group %q", n, e.cfg.Streams, e.cfg.ConsumerGroup)
+	}
+	return nil
+}
+
+// connections are the clients Run opens once and closes at the end.
+type connections struct {
+	sourceAdmin sarama.ClusterAdmin
+	targetAdmin sarama.ClusterAdmin
+	sourceMeta  sarama.Client
+	producer    sarama.AsyncProducer
+	target      sarama.Client
+}
+
+func (c *connections) close() {
+	for _, cl := range []interface{ Close() error }{c.sourceAdmin, c.targetAdmin, c.target} {
+		if cl != nil {
+			_ = cl.Close()
+		}
+	}
+}
+
+func (e *Engine) connect() (*connections, error) {
+	c := &connections{}
+	ok := false
+	defer func() {
+		if !ok {
+			c.close()
+		}
+	}()
+	var err error
+	sc, err := kafka.AdminConfig(e.cfg, kafka.RoleSource, e.kafkaOpts...)
+	if err != nil {
+		return nil, err
+	}
+	srcClient, err := kafka.NewClientFromConfig(e.cfg.Source, sc, append([]kafka.Option{kafka.WithRole(kafka.RoleSource)}, e.kafkaOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	if c.sourceAdmin, err = sarama.NewClusterAdminFromClient(srcClient); err != nil {
+		_ = srcClient.Close()
+		return nil, fmt.Errorf("while creating the source cluster admin: %w", err)
+	}
+	c.sourceMeta = srcClient
+
+	tc, err := kafka.AdminConfig(e.cfg, kafka.RoleTarget, e.kafkaOpts...)
+	if err != nil {
+		return nil, err
+	}
+	tgtClient, err := kafka.NewClientFromConfig(e.cfg.Target, tc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	if c.targetAdmin, err = sarama.NewClusterAdminFromClient(tgtClient); err != nil {
+		_ = tgtClient.Close()
+		return nil, fmt.Errorf("while creating the target cluster admin: %w", err)
+	}
+
+	pc, err := kafka.ProducerConfig(e.cfg, e.kafkaOpts...)
+	if err != nil {
+		return nil, err
+	}
+	if c.target, err = kafka.NewClientFromConfig(e.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...); err != nil {
+		return nil, err
+	}
+	if c.producer, err = sarama.NewAsyncProducerFromClient(c.target); err != nil {
+		return nil, fmt.Errorf("while creating the producer for the target cluster: %w", err)
+	}
+	e.producer = c.producer
+	e.targets = newTargetTopics(c.target, e.preserve)
+	ok = true
+	return c, nil
+}
+
+// logProgress logs the totals every progress interval, at info level, so a long run
+// shows it is alive without a line per record or per commit.
+func (e *Engine) logProgress(ctx context.Context) {
+	if e.progress <= 0 {
+		return
+	}
+	t := time.NewTicker(e.progress)
+	defer t.Stop()
+	var last int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s := e.Stats()
+			assigned := 0
+			for _, p := range s.Partitions {
+				if p.Assigned {
+					assigned++
+				}
+			}
+			e.log.Info("Mirrored records", "records", s.Records, "recordsPerSecond", float64(s.Records-last)/e.progress.Seconds(),
+				"bytes", s.Bytes, "filtered", s.Filtered, "inFlight", s.InFlight, "lag", s.Lag,
+				"assignedPartitions", assigned, "commits", s.Commits, "rebalances", s.Rebalances)
+			last = s.Records
+		}
+	}
+}

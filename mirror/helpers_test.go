@@ -1,0 +1,365 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+)
+
+const testTopic = "orders"
+
+// testClusters is a source and a target kfake cluster, reached over TCP.
+type testClusters struct {
+	source, target *kfake.Cluster
+}
+
+func newClusters(t *testing.T, sourcePartitions int32, targetOpts ...kfake.Opt) *testClusters {
+	t.Helper()
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(sourcePartitions, testTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, targetOpts...)...)
+	if err != nil {
+		src.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close(); tgt.Close() })
+	return &testClusters{source: src, target: tgt}
+}
+
+// testConfig is a defaulted, validated config mirroring testTopic, with short
+// intervals so a test takes seconds.
+func (c *testClusters) testConfig(t *testing.T, mutate ...func(*config.Config)) *config.Config {
+	t.Helper()
+	cfg := &config.Config{
+		Source:               config.Cluster{BootstrapServers: c.source.ListenAddrs()},
+		Target:               config.Cluster{BootstrapServers: c.target.ListenAddrs()},
+		ConsumerGroup:        "mirror-test",
+		Topics:               config.Topics{Include: []string{testTopic}},
+		Streams:              2,
+		OffsetCommitInterval: config.Duration{Duration: 300 * time.Millisecond},
+		TopicSyncInterval:    config.Duration{Duration: time.Second},
+		DeliveryTimeout:      config.Duration{Duration: 10 * time.Second},
+		Metrics:              config.Metrics{Address: "0"},
+	}
+	for _, m := range mutate {
+		m(cfg)
+	}
+	cfg.Default()
+	if err := ValidateConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// fastGroup shortens sarama's group timings so that joins and rebalances take a
+// fraction of a second against kfake.
+func fastGroup(sc *sarama.Config) {
+	sc.Consumer.Group.Heartbeat.Interval = 200 * time.Millisecond
+	sc.Consumer.Group.Session.Timeout = 6 * time.Second
+	sc.Consumer.Group.Rebalance.Timeout = 20 * time.Second
+	sc.Consumer.Group.Rebalance.Retry.Backoff = 200 * time.Millisecond
+	sc.Consumer.MaxWaitTime = 100 * time.Millisecond
+}
+
+// runningEngine is an engine running in the background of a test.
+type runningEngine struct {
+	e      *Engine
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+func startEngine(t *testing.T, cfg *config.Config, log logr.Logger, opts ...Option) *runningEngine {
+	t.Helper()
+	opts = append([]Option{WithLogger(log), WithDrainTimeout(10 * time.Second), func(o *options) { o.tuneSarama = fastGroup }}, opts...)
+	e, err := New(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runningEngine{e: e, cancel: cancel, done: make(chan struct{})}
+	go func() { r.err = e.Run(ctx); close(r.done) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+			t.Error("engine did not stop within 30s")
+		}
+	})
+	return r
+}
+
+// stop cancels the engine (a clean stop, like SIGTERM) and returns Run's error.
+func (r *runningEngine) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(30 * time.Second):
+		t.Fatal("engine did not stop within 30s")
+		return nil
+	}
+}
+
+// wait returns Run's error once it returns by itself.
+func (r *runningEngine) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(d):
+		t.Fatalf("engine still running after %v", d)
+		return nil
+	}
+}
+
+// workload writes records to the source: per partition, record i has key "k<p>-<i>"
+// (null every 10th), value "v<p>-<i>" (null every 7th: a tombstone), headers "id" and
+// a second header, and timestamp base + i ms. The header "id" identifies the record on
+// the target.
+type workload struct {
+	partitions int32
+	base       time.Time
+	next       []int // next index per partition
+}
+
+func newWorkload(partitions int32) *workload {
+	return &workload{partitions: partitions, base: time.UnixMilli(1_700_000_000_000), next: make([]int, partitions)}
+}
+
+func (w *workload) record(p int32, i int) *kgo.Record {
+	r := &kgo.Record{
+		Topic:     testTopic,
+		Partition: p,
+		Timestamp: w.base.Add(time.Duration(i) * time.Millisecond),
+		Headers: []kgo.RecordHeader{
+			{Key: "id", Value: []byte(fmt.Sprintf("%d/%d", p, i))},
+			{Key: "trace", Value: []byte{byte(i), 0, byte(p)}},
+		},
+	}
+	if i%10 != 0 {
+		r.Key = []byte(fmt.Sprintf("k%d-%d", p, i))
+	}
+	if i%7 != 0 {
+		r.Value = []byte(fmt.Sprintf("v%d-%d-%s", p, i, "payload-payload-payload"))
+	}
+	return r
+}
+
+// produce writes perPartition more records to every partition and waits for the acks.
+func (w *workload) produce(t *testing.T, cl *kfake.Cluster, perPartition int) {
+	t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i := 0; i < perPartition; i++ {
+		for p := int32(0); p < w.partitions; p++ {
+			wg.Add(1)
+			client.Produce(context.Background(), w.record(p, w.next[p]+i), func(_ *kgo.Record, err error) {
+				if err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+				}
+				wg.Done()
+			})
+		}
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("producing the workload: %v", firstErr)
+	}
+	for p := range w.next {
+		w.next[p] += perPartition
+	}
+}
+
+func (w *workload) total() int {
+	n := 0
+	for _, c := range w.next {
+		n += c
+	}
+	return n
+}
+
+// targetContent is what the target holds: per partition, the records in order.
+type targetContent map[int32][]*kgo.Record
+
+// readTarget reads topic from the target until it holds at least want records and
+// then until nothing more arrives for quiet, or fails after timeout.
+func readTarget(t *testing.T, cl *kfake.Cluster, topic string, want int, quiet, timeout time.Duration) targetContent {
+	t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	out := targetContent{}
+	n := 0
+	deadline := time.Now().Add(timeout)
+	lastNew := time.Now()
+	for time.Now().Before(deadline) {
+		if n >= want && time.Since(lastNew) > quiet {
+			return out
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		fs := client.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			out[r.Partition] = append(out[r.Partition], r)
+			n++
+			lastNew = time.Now()
+		})
+	}
+	t.Fatalf("target topic %q holds %d records after %v, want %d", topic, n, timeout, want)
+	return nil
+}
+
+// recordID parses the "id" header into partition and index.
+func recordID(t *testing.T, r *kgo.Record) (int32, int) {
+	t.Helper()
+	for _, h := range r.Headers {
+		if h.Key == "id" {
+			var p, i int
+			if _, err := fmt.Sscanf(string(h.Value), "%d/%d", &p, &i); err != nil {
+				t.Fatalf("bad id header %q", h.Value)
+			}
+			return int32(p), i
+		}
+	}
+	t.Fatalf("record at %d/%d has no id header", r.Partition, r.Offset)
+	return 0, 0
+}
+
+// audit compares the target with the workload: every record present in its source
+// partition, in order, and counts duplicates (a record seen more than once).
+type auditResult struct {
+	records, missing, duplicates int
+	dupsPerPartition             map[int32]int
+}
+
+func audit(t *testing.T, w *workload, got targetContent, checkContent bool) auditResult {
+	t.Helper()
+	res := auditResult{dupsPerPartition: map[int32]int{}}
+	for p := int32(0); p < w.partitions; p++ {
+		seen := make([]int, w.next[p])
+		last := -1
+		for _, r := range got[p] {
+			res.records++
+			sp, i := recordID(t, r)
+			if sp != p {
+				t.Fatalf("record %d/%d landed in target partition %d", sp, i, p)
+			}
+			if i >= len(seen) {
+				t.Fatalf("record %d/%d was never produced", sp, i)
+			}
+			seen[i]++
+			if seen[i] > 1 {
+				res.duplicates++
+				res.dupsPerPartition[p]++
+			} else if i < last {
+				t.Fatalf("partition %d: record %d arrived after %d for the first time (order broken)", p, i, last)
+			}
+			last = max(last, i)
+			if checkContent {
+				checkRecord(t, w.record(p, i), r)
+			}
+		}
+		for i, n := range seen {
+			if n == 0 {
+				res.missing++
+				if res.missing < 5 {
+					t.Errorf("record %d/%d is missing on the target", p, i)
+				}
+			}
+		}
+	}
+	return res
+}
+
+func checkRecord(t *testing.T, want, got *kgo.Record) {
+	t.Helper()
+	id := string(want.Headers[0].Value)
+	if (want.Key == nil) != (got.Key == nil) || string(want.Key) != string(got.Key) {
+		t.Fatalf("record %s: key %q (nil=%v), want %q (nil=%v)", id, got.Key, got.Key == nil, want.Key, want.Key == nil)
+	}
+	if (want.Value == nil) != (got.Value == nil) || string(want.Value) != string(got.Value) {
+		t.Fatalf("record %s: value %q (nil=%v), want %q (nil=%v)", id, got.Value, got.Value == nil, want.Value, want.Value == nil)
+	}
+	if !got.Timestamp.Equal(want.Timestamp) {
+		t.Fatalf("record %s: timestamp %v, want %v", id, got.Timestamp, want.Timestamp)
+	}
+	if !slices.EqualFunc(want.Headers, got.Headers, func(a, b kgo.RecordHeader) bool {
+		return a.Key == b.Key && string(a.Value) == string(b.Value)
+	}) {
+		t.Fatalf("record %s: headers %v, want %v", id, got.Headers, want.Headers)
+	}
+}
+
+// waitFor polls cond every 50ms until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// committedOffsets reads the group's committed offsets from the source.
+func committedOffsets(t *testing.T, cl *kfake.Cluster, group string, partitions int32) map[int32]int64 {
+	t.Helper()
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V3_6_0_0
+	admin, err := sarama.NewClusterAdmin(cl.ListenAddrs(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	parts := make([]int32, partitions)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{testTopic: parts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	for _, p := range parts {
+		if b := resp.GetBlock(testTopic, p); b != nil {
+			out[p] = b.Offset
+		}
+	}
+	return out
+}
+
+func testLogger(t *testing.T) logr.Logger {
+	return testr.NewWithOptions(t, testr.Options{Verbosity: 0})
+}
+
+var _ = strconv.Itoa

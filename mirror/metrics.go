@@ -1,0 +1,128 @@
+package mirror
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names, fixed by the design so that dashboards and alerts can be written once.
+const (
+	metricRecords    = "kafka_mirror_records_total"
+	metricBytes      = "kafka_mirror_bytes_total"
+	metricFiltered   = "kafka_mirror_filtered_records_total"
+	metricSkipped    = "kafka_mirror_skipped_records_total"
+	metricInFlight   = "kafka_mirror_inflight_records"
+	metricCommitted  = "kafka_mirror_committed_offset"
+	metricLag        = "kafka_mirror_lag_records"
+	metricWaiting    = "kafka_mirror_waiting_for_target"
+	metricAge        = "kafka_mirror_record_age_seconds"
+	metricLatency    = "kafka_mirror_replication_latency_seconds"
+	metricSendErrors = "kafka_mirror_send_errors_total"
+	metricCommits    = "kafka_mirror_commits_total"
+	metricRebalances = "kafka_mirror_rebalances_total"
+)
+
+var partitionLabels = []string{"topic", "partition"}
+
+// metrics holds the engine's Prometheus metrics. Per-partition counters and gauges are
+// read from partitionState at scrape time (a Collector), so the hot path updates plain
+// atomics; only the two histograms are observed per record.
+type metrics struct {
+	recordAge  *prometheus.HistogramVec
+	latency    *prometheus.HistogramVec
+	sendErrors prometheus.Counter
+	commits    prometheus.Counter
+	rebalances prometheus.Counter
+
+	records, bytes, filtered, skipped, inFlight, committed, lag, waiting *prometheus.Desc
+}
+
+func newMetrics() *metrics {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, partitionLabels, nil)
+	}
+	// Record age spans seconds (live mirroring) to days (catching up a backlog).
+	ageBuckets := prometheus.ExponentialBuckets(0.005, 4, 14)
+	return &metrics{
+		recordAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    metricAge,
+			Help:    "Time from a source record's timestamp to the target's ack of its copy.",
+			Buckets: ageBuckets,
+		}, partitionLabels),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    metricLatency,
+			Help:    "Time from reading a source record to the target's ack of its copy.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, partitionLabels),
+		sendErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: metricSendErrors, Help: "Records whose send to the target finally failed.",
+		}),
+		commits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: metricCommits, Help: "Offset commits sent to the source consumer group.",
+		}),
+		rebalances: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: metricRebalances, Help: "Consumer-group sessions started by this process's streams.",
+		}),
+		records:   d(metricRecords, "Records written to the target and acked, by source partition."),
+		bytes:     d(metricBytes, "Key and value bytes of acked records, by source partition."),
+		filtered:  d(metricFiltered, "Source records dropped by the handler chain."),
+		skipped:   d(metricSkipped, "Source records dropped because a handler failed under onError: skip."),
+		inFlight:  d(metricInFlight, "Source records read and not yet acked by the target."),
+		committed: d(metricCommitted, "Last source offset committed (the next offset to read)."),
+		lag:       d(metricLag, "Source high watermark minus the committed offset."),
+		waiting:   d(metricWaiting, "1 while the partition waits for its target topic to exist or grow."),
+	}
+}
+
+func (m *metrics) register(r prometheus.Registerer, parts *partitionRegistry) error {
+	for _, c := range []prometheus.Collector{
+		m.recordAge, m.latency, m.sendErrors, m.commits, m.rebalances,
+		&partitionCollector{m: m, parts: parts},
+	} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// partitionCollector turns partition states into metrics at scrape time.
+type partitionCollector struct {
+	m     *metrics
+	parts *partitionRegistry
+}
+
+// Describe sends the per-partition descriptors.
+func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.m.records, c.m.bytes, c.m.filtered, c.m.skipped,
+		c.m.inFlight, c.m.committed, c.m.lag, c.m.waiting} {
+		ch <- d
+	}
+}
+
+// Collect reads every partition's state.
+func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.parts.all() {
+		s := p.snapshot()
+		lv := []string{s.Topic, strconv.Itoa(int(s.Partition))}
+		counter := func(d *prometheus.Desc, v int64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
+		}
+		gauge := func(d *prometheus.Desc, v int64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), lv...)
+		}
+		counter(c.m.records, s.Records)
+		counter(c.m.bytes, s.Bytes)
+		counter(c.m.filtered, s.Filtered)
+		counter(c.m.skipped, s.Skipped)
+		gauge(c.m.inFlight, s.InFlight)
+		gauge(c.m.waiting, map[bool]int64{false: 0, true: 1}[s.WaitingForTarget])
+		if s.Committed >= 0 {
+			gauge(c.m.committed, s.Committed)
+		}
+		if s.Assigned && s.HighWatermark >= 0 && s.Committed >= 0 {
+			gauge(c.m.lag, s.Lag)
+		}
+	}
+}

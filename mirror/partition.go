@@ -1,0 +1,140 @@
+package mirror
+
+import (
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
+)
+
+// partitionState is everything the engine counts about one source partition. It lives
+// as long as the engine, across assignments, so that counters never go backwards; the
+// tracker and claim are set while this process owns the partition.
+//
+// The hot path touches only atomics and the two histogram children looked up once here,
+// never a map keyed by topic name.
+type partitionState struct {
+	topic     string
+	partition int32
+
+	records  atomic.Int64 // target records acked
+	bytes    atomic.Int64 // key + value bytes of acked records
+	filtered atomic.Int64 // source records the handler dropped
+	skipped  atomic.Int64 // source records skipped under onError: skip
+	// committed is the last offset committed (the next to consume), -1 before the first
+	// commit of this process.
+	committed atomic.Int64
+	// waiting is 1 while the partition waits for its target topic.
+	waiting atomic.Int64
+
+	age     prometheus.Observer
+	latency prometheus.Observer
+
+	// tracker and claim are those of the current or, once released, the last
+	// assignment, so Stats still shows how far it got; assigned tells which.
+	mu       sync.Mutex
+	tracker  *offsets.Tracker
+	claim    sarama.ConsumerGroupClaim
+	assigned bool
+}
+
+func (p *partitionState) attach(tr *offsets.Tracker, claim sarama.ConsumerGroupClaim) {
+	p.mu.Lock()
+	p.tracker, p.claim, p.assigned = tr, claim, true
+	p.mu.Unlock()
+}
+
+func (p *partitionState) detach() {
+	p.mu.Lock()
+	p.assigned = false
+	p.mu.Unlock()
+}
+
+// snapshot reads the partition's numbers for Stats and the metrics collector.
+func (p *partitionState) snapshot() PartitionStats {
+	s := PartitionStats{
+		Topic:            p.topic,
+		Partition:        p.partition,
+		Records:          p.records.Load(),
+		Bytes:            p.bytes.Load(),
+		Filtered:         p.filtered.Load(),
+		Skipped:          p.skipped.Load(),
+		Committed:        p.committed.Load(),
+		HighWatermark:    -1,
+		Consumed:         -1,
+		WaitingForTarget: p.waiting.Load() == 1,
+	}
+	p.mu.Lock()
+	tr, claim, assigned := p.tracker, p.claim, p.assigned
+	p.mu.Unlock()
+	s.Assigned = assigned
+	if tr != nil {
+		if assigned {
+			s.InFlight = int64(tr.InFlight())
+		}
+		if last := tr.LastSeen(); last >= 0 {
+			s.Consumed = last + 1
+		}
+	}
+	if claim != nil {
+		s.HighWatermark = claim.HighWaterMarkOffset()
+	}
+	if s.HighWatermark >= 0 && s.Committed >= 0 {
+		s.Lag = max(s.HighWatermark-s.Committed, 0)
+	}
+	return s
+}
+
+// partitionKey identifies a source partition in the registry.
+type partitionKey struct {
+	topic     string
+	partition int32
+}
+
+// partitionRegistry holds every partitionState the engine has seen.
+type partitionRegistry struct {
+	mu    sync.Mutex
+	parts map[partitionKey]*partitionState
+	m     *metrics
+}
+
+func (r *partitionRegistry) get(topic string, partition int32) *partitionState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := partitionKey{topic, partition}
+	if p, ok := r.parts[k]; ok {
+		return p
+	}
+	labels := prometheus.Labels{"topic": topic, "partition": strconv.Itoa(int(partition))}
+	p := &partitionState{
+		topic:     topic,
+		partition: partition,
+		age:       r.m.recordAge.With(labels),
+		latency:   r.m.latency.With(labels),
+	}
+	p.committed.Store(-1)
+	r.parts[k] = p
+	return p
+}
+
+// all returns every partition sorted by topic and partition.
+func (r *partitionRegistry) all() []*partitionState {
+	r.mu.Lock()
+	out := make([]*partitionState, 0, len(r.parts))
+	for _, p := range r.parts {
+		out = append(out, p)
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].topic != out[j].topic {
+			return out[i].topic < out[j].topic
+		}
+		return out[i].partition < out[j].partition
+	})
+	return out
+}

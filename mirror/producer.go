@@ -1,0 +1,116 @@
+package mirror
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
+)
+
+// outMsg is one record on its way to the target: the producer message and what the
+// ack needs to find its source offset. It is pooled, and the message's Metadata points
+// back to it, so a record costs no allocation beyond the pooled message once the pool
+// is warm. Key and value encoders live here so that setting them allocates nothing.
+type outMsg struct {
+	msg     sarama.ProducerMessage
+	key     sarama.ByteEncoder
+	value   sarama.ByteEncoder
+	headers []sarama.RecordHeader
+
+	part    *partitionState
+	tracker *offsets.Tracker
+	ticket  offsets.Ticket
+	// sourceOffset is kept for the error message of a failed send.
+	sourceOffset int64
+	sourceTime   time.Time
+	readAt       time.Time
+	size         int64
+}
+
+func (e *Engine) getOut() *outMsg {
+	return e.outPool.Get().(*outMsg)
+}
+
+// putOut returns o to the pool, dropping references to record bytes.
+func (e *Engine) putOut(o *outMsg) {
+	clear(o.headers)
+	*o = outMsg{headers: o.headers[:0]}
+	e.outPool.Put(o)
+}
+
+// setKeyValue sets the message's key and value, keeping null (nil) apart from empty.
+func (o *outMsg) setKeyValue(key, value []byte) {
+	o.msg.Key, o.msg.Value = nil, nil
+	if key != nil {
+		o.key = key
+		o.msg.Key = &o.key
+	}
+	if value != nil {
+		o.value = value
+		o.msg.Value = &o.value
+	}
+	o.size = int64(len(key) + len(value))
+}
+
+// send hands o to the producer. It waits while the producer's input is full (the
+// target is slower than the source) but gives up when the engine fails or is aborted,
+// leaving the record un-acked so that its offset is never committed.
+func (e *Engine) send(o *outMsg) bool {
+	o.msg.Metadata = o
+	select {
+	case e.producer.Input() <- &o.msg:
+		return true
+	case <-e.failed:
+		return false
+	}
+}
+
+// readAcks turns producer results into tracker acks until the producer is closed.
+func (e *Engine) readAcks() {
+	succ, errs := e.producer.Successes(), e.producer.Errors()
+	for succ != nil || errs != nil {
+		select {
+		case m, ok := <-succ:
+			if !ok {
+				succ = nil
+				continue
+			}
+			e.acked(m.Metadata.(*outMsg))
+		case pe, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			e.sendFailed(pe)
+		}
+	}
+}
+
+func (e *Engine) acked(o *outMsg) {
+	now := time.Now()
+	p := o.part
+	p.records.Add(1)
+	p.bytes.Add(o.size)
+	p.latency.Observe(now.Sub(o.readAt).Seconds())
+	if !o.sourceTime.IsZero() {
+		p.age.Observe(max(now.Sub(o.sourceTime).Seconds(), 0))
+	}
+	o.tracker.Ack(o.ticket)
+	e.putOut(o)
+}
+
+// sendFailed stops the engine: the record stays un-acked, so no commit passes it, and
+// the restarted engine sends it again.
+func (e *Engine) sendFailed(pe *sarama.ProducerError) {
+	e.sendErrors.Add(1)
+	e.metrics.sendErrors.Inc()
+	o, ok := pe.Msg.Metadata.(*outMsg)
+	if !ok {
+		e.fail(fmt.Errorf("while writing to target topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, pe.Err))
+		return
+	}
+	e.fail(fmt.Errorf("while writing source record %s/%d offset %d to target topic %q partition %d: %w",
+		o.part.topic, o.part.partition, o.sourceOffset, pe.Msg.Topic, pe.Msg.Partition, pe.Err))
+}

@@ -1,0 +1,138 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
+)
+
+// claimState is what one ConsumeClaim keeps between records. Only its goroutine uses
+// it, so nothing here needs a lock.
+type claimState struct {
+	part    *partitionState
+	tracker *offsets.Tracker
+	topic   string
+	// target is the renamed source topic, computed once per claim.
+	target string
+	// readyTopic and readyParts cache the last target topic found ready and its
+	// partition count, so the per-record check is a string and an integer comparison.
+	readyTopic string
+	readyParts int32
+
+	// rec and outs are reused for every record that goes through the handler chain.
+	rec  handler.Record
+	outs []*handler.Record
+
+	lastMarked int64
+}
+
+// mirrorRecord takes one source record through the handler chain to the producer. It
+// returns an error only for a fatal condition (handler failure) or when ctx ended
+// while the record waited (then the record was not Added and its offset not passed).
+func (e *Engine) mirrorRecord(ctx context.Context, c *claimState, m *sarama.ConsumerMessage) error {
+	if err := c.tracker.WaitBelow(ctx, e.cfg.MaxInFlightPerPartition); err != nil {
+		return err
+	}
+	now := time.Now()
+	if e.passThrough {
+		if err := e.awaitTarget(ctx, c, c.target, m.Partition); err != nil {
+			return err
+		}
+		o := e.getOut()
+		o.msg.Topic = c.target
+		o.msg.Partition = m.Partition
+		o.msg.Timestamp = m.Timestamp
+		o.setKeyValue(m.Key, m.Value)
+		for _, h := range m.Headers {
+			o.headers = append(o.headers, *h)
+		}
+		o.msg.Headers = o.headers
+		e.fill(o, c, m, now)
+		o.ticket = c.tracker.Add(m.Offset, 1)
+		if !e.send(o) {
+			return errStopped
+		}
+		return nil
+	}
+	return e.mirrorThroughChain(ctx, c, m, now)
+}
+
+// errStopped ends a claim because the engine failed or was aborted.
+var errStopped = fmt.Errorf("the engine stopped")
+
+func (e *Engine) fill(o *outMsg, c *claimState, m *sarama.ConsumerMessage, now time.Time) {
+	o.part = c.part
+	o.tracker = c.tracker
+	o.sourceOffset = m.Offset
+	o.sourceTime = m.Timestamp
+	o.readAt = now
+}
+
+func (e *Engine) mirrorThroughChain(ctx context.Context, c *claimState, m *sarama.ConsumerMessage, now time.Time) error {
+	r := &c.rec
+	hs := r.Headers[:0]
+	for _, h := range m.Headers {
+		hs = append(hs, handler.Header{Key: string(h.Key), Value: h.Value})
+	}
+	*r = handler.Record{
+		Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp,
+		Key: m.Key, Value: m.Value, Headers: hs,
+	}
+	outs, err := e.chain.Handle(ctx, r, c.outs[:0])
+	defer func() {
+		clear(outs)
+		c.outs = outs[:0]
+	}()
+	switch {
+	case err != nil && handlerSkipped(err):
+		c.part.skipped.Add(1)
+		c.tracker.Add(m.Offset, 0)
+		return nil
+	case err != nil:
+		return fmt.Errorf("while handling source record %s/%d offset %d: %w", m.Topic, m.Partition, m.Offset, err)
+	case len(outs) == 0:
+		c.part.filtered.Add(1)
+		c.tracker.Add(m.Offset, 0)
+		return nil
+	}
+	// Every output's target must be ready before any is sent, so that a record is either
+	// wholly in flight or not started when ctx ends.
+	for _, out := range outs {
+		if err := e.awaitTarget(ctx, c, e.targetName(c, out.Topic), out.Partition); err != nil {
+			return err
+		}
+	}
+	tk := c.tracker.Add(m.Offset, len(outs))
+	for _, out := range outs {
+		o := e.getOut()
+		o.msg.Topic = e.targetName(c, out.Topic)
+		o.msg.Partition = out.Partition
+		o.msg.Timestamp = out.Timestamp
+		o.setKeyValue(out.Key, out.Value)
+		for _, h := range out.Headers {
+			o.headers = append(o.headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+		}
+		o.msg.Headers = o.headers
+		e.fill(o, c, m, now)
+		o.ticket = tk
+		if !e.send(o) {
+			return errStopped
+		}
+	}
+	return nil
+}
+
+// targetName renames a topic the chain left; the claim's own topic is renamed once.
+func (e *Engine) targetName(c *claimState, topic string) string {
+	if topic == c.topic {
+		return c.target
+	}
+	return e.sel.TargetName(topic)
+}
+
+func handlerSkipped(err error) bool { return handler.IsSkip(err) }

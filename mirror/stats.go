@@ -1,0 +1,79 @@
+package mirror
+
+// Stats is a snapshot of the engine's progress, for the demo's progress view, the
+// periodic progress log and tests. Totals add up the partitions.
+type Stats struct {
+	// Records is the number of records the target acknowledged.
+	Records int64
+	// Bytes is the key and value bytes of those records.
+	Bytes int64
+	// Filtered is the number of source records the handler chain dropped.
+	Filtered int64
+	// Skipped is the number of source records dropped under `onError: skip`.
+	Skipped int64
+	// InFlight is the number of source records read and not yet fully acked.
+	InFlight int64
+	// Lag is the sum of the assigned partitions' lag.
+	Lag int64
+	// Commits counts offset commits sent to the source group coordinator.
+	Commits int64
+	// Rebalances counts consumer-group sessions started by this process's streams.
+	Rebalances int64
+	// SendErrors counts records whose send finally failed (the first one stops the engine).
+	SendErrors int64
+	// Ready is what /readyz answers (see Engine.Ready).
+	Ready bool
+	// Partitions holds one entry per source partition this process has owned, sorted by
+	// topic and partition.
+	Partitions []PartitionStats
+}
+
+// PartitionStats is one source partition's progress.
+type PartitionStats struct {
+	// Topic and Partition name the source partition.
+	Topic     string
+	Partition int32
+	// Records, Bytes, Filtered and Skipped count as in Stats.
+	Records, Bytes, Filtered, Skipped int64
+	// InFlight is the number of records read and not yet fully acked (0 when not assigned).
+	InFlight int64
+	// Committed is the last offset this process committed (the next offset to read), or
+	// -1 when it committed none.
+	Committed int64
+	// Consumed is the last offset read + 1, or -1 when nothing was read in the current
+	// assignment. Consumed - Committed bounds the records that a crash would mirror twice.
+	Consumed int64
+	// HighWatermark is the source partition's high watermark as last fetched, or -1.
+	HighWatermark int64
+	// Lag is HighWatermark - Committed (0 when either is unknown).
+	Lag int64
+	// Assigned reports whether this process currently owns the partition.
+	Assigned bool
+	// WaitingForTarget reports whether the partition waits for its target topic to
+	// exist or to have enough partitions.
+	WaitingForTarget bool
+}
+
+// Stats returns a snapshot of the engine's progress. It is safe to call at any time,
+// also before and after Run.
+func (e *Engine) Stats() Stats {
+	s := Stats{
+		Commits:    e.commits.Load(),
+		Rebalances: e.rebalances.Load(),
+		SendErrors: e.sendErrors.Load(),
+		Ready:      e.Ready() == nil,
+	}
+	for _, p := range e.parts.all() {
+		ps := p.snapshot()
+		s.Records += ps.Records
+		s.Bytes += ps.Bytes
+		s.Filtered += ps.Filtered
+		s.Skipped += ps.Skipped
+		s.InFlight += ps.InFlight
+		if ps.Assigned {
+			s.Lag += ps.Lag
+		}
+		s.Partitions = append(s.Partitions, ps)
+	}
+	return s
+}

@@ -1,0 +1,106 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
+)
+
+// topicSet is the sorted list of selected source topics the streams consume, with a
+// channel closed whenever it changes so a stream can restart its Consume call.
+type topicSet struct {
+	mu      sync.Mutex
+	list    []string
+	changed chan struct{}
+}
+
+func newTopicSet() topicSet { return topicSet{changed: make(chan struct{})} }
+
+func (s *topicSet) get() ([]string, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.list, s.changed
+}
+
+// set publishes list and reports whether it differs from the current one.
+func (s *topicSet) set(list []string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Equal(s.list, list) {
+		return false
+	}
+	s.list = list
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return true
+}
+
+// topicLoop syncs target topics (when syncTopics is on) and re-selects source topics
+// at start and every topicSyncInterval.
+type topicLoop struct {
+	e      *Engine
+	conns  *connections
+	syncer *topics.Syncer
+}
+
+func newTopicLoop(e *Engine, conns *connections) *topicLoop {
+	tl := &topicLoop{e: e, conns: conns}
+	if e.cfg.SyncTopicsEnabled() {
+		tl.syncer = topics.NewSyncer(conns.sourceAdmin, conns.targetAdmin, e.sel, topics.SyncOptions{
+			SyncConfigs: e.cfg.SyncTopicConfigs,
+			Logger:      e.log.WithName("topics"),
+		})
+	}
+	return tl
+}
+
+// runOnce does one sync and selection. At start its errors are returned (the user sees
+// unreachable clusters at once); later ones are logged and retried next interval.
+func (tl *topicLoop) runOnce(ctx context.Context) error {
+	if tl.syncer != nil {
+		rep, err := tl.syncer.Sync(ctx)
+		if err != nil {
+			return err
+		}
+		for _, t := range rep.Topics {
+			if t.Err != nil {
+				tl.e.log.Error(t.Err, "Failed to sync target topic", "topic", t.Source, "targetTopic", t.Target, "action", t.Action)
+			}
+		}
+		if rep.Created+rep.Expanded > 0 {
+			tl.e.log.Info("Synced target topics", "selected", rep.Selected, "created", rep.Created,
+				"expanded", rep.Expanded, "inSync", rep.InSync, "targetHasMore", rep.Mismatched, "failed", rep.Failed)
+		}
+	}
+	if err := tl.conns.sourceMeta.RefreshMetadata(); err != nil {
+		return fmt.Errorf("while reading the source cluster's topics: %w", err)
+	}
+	all, err := tl.conns.sourceMeta.Topics()
+	if err != nil {
+		return fmt.Errorf("while reading the source cluster's topics: %w", err)
+	}
+	selected := tl.e.sel.Select(all)
+	if tl.e.topics.set(selected) {
+		tl.e.log.Info("Selected source topics", "topics", selected)
+	}
+	return nil
+}
+
+func (tl *topicLoop) run(ctx context.Context) {
+	t := time.NewTicker(tl.e.cfg.TopicSyncInterval.Duration)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := tl.runOnce(ctx); err != nil && ctx.Err() == nil {
+				tl.e.log.Error(err, "Failed to sync and select topics; retrying next interval")
+			}
+		}
+	}
+}
