@@ -81,18 +81,19 @@ func TestInstallOnAPIServer(t *testing.T) {
 		}
 		checkLeaderElection(ctx, t, c, sa, releaseNamespace)
 	})
-	t.Run("namespaced chart RBAC grants the rules in the watched namespace only", func(t *testing.T) {
-		createNamespaces(t, c, "ops-ns", "team-c")
+	t.Run("namespaced chart RBAC grants the rules in the watched namespaces only", func(t *testing.T) {
+		createNamespaces(t, c, "ops-ns", "team-c", "team-d")
 		// A second release in one cluster: the CRD and the aggregated roles belong to the first.
-		applyAll(t, c, renderChart(t, "team-c", "ops-ns", "watchNamespace=team-c", "crds.enabled=false",
+		applyAll(t, c, renderChart(t, "team-cd", "ops-ns", `watchNamespace=team-c\,team-d`, "crds.enabled=false",
 			"rbac.aggregatedRoles.enabled=false"))
-		sa := serviceAccountUser("ops-ns", "team-c-kafka-mirror-operator")
-		waitForRBAC(ctx, t, c, sa, "team-c", rules[0])
+		sa := serviceAccountUser("ops-ns", "team-cd-kafka-mirror-operator")
+		waitForRBAC(ctx, t, c, sa, "team-d", rules[0])
 		checkAccess(ctx, t, c, sa, "team-c", rules)
+		checkAccess(ctx, t, c, sa, "team-d", rules)
 		for _, namespace := range []string{"", "team-a"} {
 			for _, r := range rules {
 				if allowed(ctx, t, c, sa, namespace, r.group, r.resource, r.verbs[0]) {
-					t.Errorf("namespaced operator may %s %s in %q; it should be confined to team-c", r.verbs[0], r.resource, namespace)
+					t.Errorf("namespaced operator may %s %s in %q; it should be confined to team-c and team-d", r.verbs[0], r.resource, namespace)
 				}
 			}
 		}

@@ -249,16 +249,26 @@ func TestChartValues(t *testing.T) {
 		set   []string
 		check func(t *testing.T, objs []*unstructured.Unstructured)
 	}{
-		"watchNamespace grants the manager rules in that namespace only": {
-			set: []string{"watchNamespace=team-a"},
+		"watchNamespace grants the manager rules in those namespaces only": {
+			set: []string{`watchNamespace=team-a\,team-b`},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
-				role := one(t, objs, "Role", fullname+"-manager")
-				binding := one(t, objs, "RoleBinding", fullname+"-manager")
-				if role.GetNamespace() != "team-a" || binding.GetNamespace() != "team-a" {
-					t.Errorf("manager Role/RoleBinding in %q/%q, want team-a", role.GetNamespace(), binding.GetNamespace())
+				var roleNamespaces, bindingNamespaces []string
+				for _, role := range find(objs, "Role") {
+					if role.GetName() == fullname+"-manager" {
+						roleNamespaces = append(roleNamespaces, role.GetNamespace())
+					}
 				}
-				if got := field(t, binding, "subjects").([]any)[0].(map[string]any)["namespace"]; got != releaseNamespace {
-					t.Errorf("RoleBinding subject namespace = %v, want the release namespace %s", got, releaseNamespace)
+				for _, binding := range find(objs, "RoleBinding") {
+					if binding.GetName() != fullname+"-manager" {
+						continue
+					}
+					bindingNamespaces = append(bindingNamespaces, binding.GetNamespace())
+					if got := field(t, binding, "subjects").([]any)[0].(map[string]any)["namespace"]; got != releaseNamespace {
+						t.Errorf("RoleBinding subject namespace = %v, want the release namespace %s", got, releaseNamespace)
+					}
+				}
+				if want := []string{"team-a", "team-b"}; !slices.Equal(roleNamespaces, want) || !slices.Equal(bindingNamespaces, want) {
+					t.Errorf("manager Roles in %v, RoleBindings in %v; want both in %v", roleNamespaces, bindingNamespaces, want)
 				}
 				if len(find(objs, "ClusterRoleBinding")) != 0 {
 					t.Errorf("a namespaced install must not bind any ClusterRole: %s", describeObjects(objs))
@@ -269,8 +279,8 @@ func TestChartValues(t *testing.T) {
 					}
 				}
 				args := stringList(managerContainer(t, one(t, objs, "Deployment", fullname))["args"])
-				if !slices.Contains(args, "--watch-namespace=team-a") {
-					t.Errorf("args %v lack --watch-namespace=team-a", args)
+				if !slices.Contains(args, "--watch-namespace=team-a,team-b") {
+					t.Errorf("args %v lack --watch-namespace=team-a,team-b", args)
 				}
 			},
 		},
@@ -413,6 +423,7 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		"string for a boolean":   {set: "crds.keep=yes", want: "at '/crds/keep': got string, want boolean"},
 		"unknown log level":      {set: "logLevel=verbose", want: "at '/logLevel': value must be one of 'debug', 'info', 'warn', 'error'"},
 		"invalid namespace name": {set: "watchNamespace=Team_A", want: "at '/watchNamespace': 'Team_A' does not match pattern"},
+		"namespace list with a space": {set: "watchNamespace=a\\, b", want: "at '/watchNamespace': 'a, b' does not match pattern"},
 		"port out of range":      {set: "metrics.port=70000", want: "at '/metrics/port': maximum: got 70,000, want 65,535"},
 		"bad pull policy":        {set: "image.pullPolicy=Sometimes", want: "at '/image/pullPolicy': value must be one of"},
 	}
