@@ -81,7 +81,11 @@ func CheckArgs(args map[string]string, required, optional []string) error {
 	sort.Strings(names)
 	for _, k := range names {
 		if !contains(accepted, k) {
-			return &ArgError{Arg: k, Detail: fmt.Sprintf("unknown argument (accepted: %s)", strings.Join(accepted, ", "))}
+			list := strings.Join(accepted, ", ")
+			if list == "" {
+				list = "none"
+			}
+			return &ArgError{Arg: k, Detail: fmt.Sprintf("unknown argument (accepted: %s)", list)}
 		}
 	}
 	return nil
