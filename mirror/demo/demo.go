@@ -199,13 +199,14 @@ type demo struct {
 	log         *os.File
 	metricsAddr string
 
-	mu       sync.Mutex
-	engine   *engineProcess
-	expected bool // the current engine's exit is expected (killed or stopped on purpose)
-	failed   chan error
-	states   []topicState
-	metrics  engineMetrics
-	scraped  time.Time
+	mu          sync.Mutex
+	restartedAt time.Time // set by a restart until the new engine mirrors its first record
+	engine      *engineProcess
+	expected    bool // the current engine's exit is expected (killed or stopped on purpose)
+	failed      chan error
+	states      []topicState
+	metrics     engineMetrics
+	scraped     time.Time
 
 	produced *audit.Produced
 	result   *Result
@@ -466,6 +467,9 @@ func (d *demo) killAndRestart(ctx context.Context, killAt int64) error {
 	if err := d.startEngine(ctx); err != nil {
 		return err
 	}
+	d.mu.Lock()
+	d.restartedAt = time.Now()
+	d.mu.Unlock()
 	d.view.event("Restarted the engine: it resumes from the last committed offsets; records acked but not committed before the kill are mirrored again.")
 	return nil
 }
@@ -523,7 +527,16 @@ func (d *demo) watch(ctx context.Context) error {
 		}
 		d.mu.Lock()
 		d.states, d.metrics, d.scraped = states, m, time.Now()
+		restartedAt := d.restartedAt
+		resumed := !restartedAt.IsZero() && m.Records > 0
+		if resumed {
+			d.restartedAt = time.Time{}
+		}
 		d.mu.Unlock()
+		if resumed {
+			d.view.event("The restarted engine is mirroring again, %.1fs after its start: the group waited for the killed member's session to time out before it handed its partitions over.",
+				time.Since(restartedAt).Seconds())
+		}
 		d.view.show(progress{
 			Elapsed: time.Since(d.start), Produced: sourceTotal(states), ToProduce: int64(d.opts.Records),
 			Engine: engine, PID: pid, RecordsPerSec: rate, BytesPerSec: byteRate, InFlight: m.InFlight,
