@@ -4,9 +4,11 @@
 -- (Healthy, Progressing, Degraded, Suspended) and `message`. It is installed through the
 -- argocd-cm key resource.customizations.health.kafkamirror.io_KafkaMirror (see argocd-cm.yaml).
 --
--- A status written for an older metadata.generation describes a spec that no longer exists:
--- it is reported as Progressing, never as Healthy or Degraded, so a sync that changed the
--- spec waits until the operator has reconciled the change.
+-- In order: Stalled=True for this generation -> Degraded; spec.paused -> Suspended; no Ready
+-- condition yet, or one written for an older generation -> Progressing (a sync that changed the
+-- spec waits for the operator); Ready=False because paused or scaled to 0 -> Suspended;
+-- Ready=False for a reason a person must fix -> Degraded; Reconciling=True or Ready not True ->
+-- Progressing; Ready=True once status.observedGeneration caught up -> Healthy.
 
 -- Ready=False reasons (api/v1alpha1/conditions.go) that clear by themselves while the operator
 -- works: pods starting or rolling out, a change being applied. Any other reason (InvalidSpec,
@@ -49,12 +51,15 @@ local function health(obj)
   local status = obj.status or {}
   local conditions = status.conditions or {}
 
-  -- current is true when a condition was written for this generation. Conditions carry their
-  -- own observedGeneration; status.observedGeneration moves only after a successful
-  -- reconcile, so a Stalled spec is recognised by the condition's stamp alone.
+  -- observed is the generation a condition was written for. The operator stamps every
+  -- condition each reconcile, while status.observedGeneration moves only after a reconcile
+  -- that succeeded, so a spec that cannot be reconciled (a stalled spec, a missing Secret)
+  -- is recognised by its conditions' stamps.
+  local function observed(c)
+    return c.observedGeneration or status.observedGeneration
+  end
   local function current(c)
-    local observed = c.observedGeneration or status.observedGeneration
-    return generation == nil or observed == generation
+    return generation == nil or observed(c) == generation
   end
 
   local stalled = condition(conditions, "Stalled")
@@ -64,32 +69,36 @@ local function health(obj)
   if obj.spec ~= nil and obj.spec.paused == true then
     return "Suspended", "Mirroring is paused (spec.paused is true)"
   end
-  if status.observedGeneration == nil then
+
+  local ready = condition(conditions, "Ready")
+  if ready == nil then
     return "Progressing", "Waiting for the operator to report status"
   end
-  if generation ~= nil and status.observedGeneration ~= generation then
+  if not current(ready) then
     return "Progressing", string.format("Waiting for the operator to reconcile generation %d (status is for generation %d)",
-      generation, status.observedGeneration)
-  end
-
-  local reconciling = condition(conditions, "Reconciling")
-  if reconciling ~= nil and reconciling.status == "True" then
-    return "Progressing", describe(reconciling)
-  end
-  local ready = condition(conditions, "Ready")
-  if ready == nil or not current(ready) then
-    return "Progressing", "Waiting for the Ready condition of the current generation"
-  end
-  if ready.status == "True" then
-    return "Healthy", describe(ready)
+      generation, observed(ready) or 0)
   end
   if ready.status == "False" and suspendedReasons[ready.reason or ""] then
     return "Suspended", describe(ready)
   end
+  -- Checked before Reconciling: the operator keeps retrying a missing Secret or an
+  -- unreachable cluster (Reconciling=True), but only a person can end that wait.
   if ready.status == "False" and not transientReasons[ready.reason or ""] then
     return "Degraded", describe(ready)
   end
-  return "Progressing", describe(ready)
+
+  local reconciling = condition(conditions, "Reconciling")
+  if reconciling ~= nil and reconciling.status == "True" and current(reconciling) then
+    return "Progressing", describe(reconciling)
+  end
+  if ready.status ~= "True" then
+    return "Progressing", describe(ready)
+  end
+  -- Ready=True counts only once a reconcile of this generation succeeded.
+  if generation ~= nil and status.observedGeneration ~= generation then
+    return "Progressing", string.format("Waiting for the operator to finish reconciling generation %d", generation)
+  end
+  return "Healthy", describe(ready)
 end
 
 local hs = {}
