@@ -71,6 +71,25 @@ func TestInstallOnAPIServer(t *testing.T) {
 		applyAll(t, c, objs, client.DryRunAll)
 	})
 
+	t.Run("operator pods meet the restricted Pod Security Standard", func(t *testing.T) {
+		createRestrictedNamespace(t, c, "restricted")
+		deploy := one(t, renderChart(t, release, releaseNamespace), "Deployment", fullname)
+		if err := dryRunPod(ctx, c, "restricted", deploy); err != nil {
+			t.Errorf("the chart's operator pod is rejected in a restricted namespace: %v", err)
+		}
+		// The same check must be able to fail, or the passes above mean nothing.
+		loose := one(t, renderChart(t, release, releaseNamespace, "securityContext.allowPrivilegeEscalation=true"), "Deployment", fullname)
+		if err := dryRunPod(ctx, c, "restricted", loose); err == nil || !strings.Contains(err.Error(), `violates PodSecurity "restricted:latest"`) {
+			t.Errorf("a pod allowing privilege escalation was not rejected by PodSecurity: %v", err)
+		}
+		objs := kustomizeBuild(t, filepath.Join(repoRoot(t), "config", "default"))
+		for _, d := range find(objs, "Deployment") {
+			if err := dryRunPod(ctx, c, "restricted", d); err != nil {
+				t.Errorf("config/default's %s pod is rejected in a restricted namespace: %v", d.GetName(), err)
+			}
+		}
+	})
+
 	rules := declaredRules(t)
 	t.Run("chart RBAC grants every rule the controller declares, cluster-wide", func(t *testing.T) {
 		applyAll(t, c, renderChart(t, release, releaseNamespace))
@@ -133,6 +152,35 @@ func createNamespaces(t *testing.T, c client.Client, names ...string) {
 			t.Fatalf("while creating namespace %s: %v", name, err)
 		}
 	}
+}
+
+// createRestrictedNamespace creates a namespace whose pods must meet the "restricted" Pod
+// Security Standard, enforced by the API server's PodSecurity admission.
+func createRestrictedNamespace(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce-version": "latest",
+	}}}
+	if err := c.Create(t.Context(), ns); err != nil {
+		t.Fatalf("while creating namespace %s: %v", name, err)
+	}
+}
+
+// dryRunPod submits the pod a Deployment would create, with server-side dry-run: PodSecurity
+// enforces on pods, not on their controllers.
+func dryRunPod(ctx context.Context, c client.Client, namespace string, deploy *unstructured.Unstructured) error {
+	spec, ok, err := unstructured.NestedMap(deploy.Object, "spec", "template", "spec")
+	if err != nil || !ok {
+		return fmt.Errorf("deployment %s has no pod template (%v)", deploy.GetName(), err)
+	}
+	pod := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Pod",
+		"metadata":   map[string]any{"name": deploy.GetName(), "namespace": namespace},
+		"spec":       spec,
+	}}
+	return c.Create(ctx, pod, client.DryRunAll)
 }
 
 // applyAll server-side applies objects in order, CRDs first; with client.DryRunAll the API
