@@ -416,16 +416,16 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		set  string
 		want string
 	}{
-		"unknown top-level key":       {set: "replicas=2", want: "additional properties 'replicas' not allowed"},
-		"unknown nested key":          {set: "crds.install=true", want: "at '/crds': additional properties 'install' not allowed"},
-		"typo in security key":        {set: "securityContext.runAsUser=0", want: ""},
-		"string for an integer":       {set: "replicaCount=two", want: "at '/replicaCount': got string, want integer"},
-		"string for a boolean":        {set: "crds.keep=yes", want: "at '/crds/keep': got string, want boolean"},
-		"unknown log level":           {set: "logLevel=verbose", want: "at '/logLevel': value must be one of 'debug', 'info', 'warn', 'error'"},
-		"invalid namespace name":      {set: "watchNamespace=Team_A", want: "at '/watchNamespace': 'Team_A' does not match pattern"},
-		"namespace list with a space": {set: "watchNamespace=a\\, b", want: "at '/watchNamespace': 'a, b' does not match pattern"},
-		"port out of range":           {set: "metrics.port=70000", want: "at '/metrics/port': maximum: got 70,000, want 65,535"},
-		"bad pull policy":             {set: "image.pullPolicy=Sometimes", want: "at '/image/pullPolicy': value must be one of"},
+		"unknown top-level key":           {set: "replicas=2", want: "additional properties 'replicas' not allowed"},
+		"unknown nested key":              {set: "crds.install=true", want: "at '/crds': additional properties 'install' not allowed"},
+		"Kubernetes objects pass through": {set: "securityContext.runAsUser=0", want: ""},
+		"string for an integer":           {set: "replicaCount=two", want: "at '/replicaCount': got string, want integer"},
+		"string for a boolean":            {set: "crds.keep=yes", want: "at '/crds/keep': got string, want boolean"},
+		"unknown log level":               {set: "logLevel=verbose", want: "at '/logLevel': value must be one of 'debug', 'info', 'warn', 'error'"},
+		"invalid namespace name":          {set: "watchNamespace=Team_A", want: "at '/watchNamespace': 'Team_A' does not match pattern"},
+		"namespace list with a space":     {set: "watchNamespace=a\\, b", want: "at '/watchNamespace': 'a, b' does not match pattern"},
+		"port out of range":               {set: "metrics.port=70000", want: "at '/metrics/port': maximum: got 70,000, want 65,535"},
+		"bad pull policy":                 {set: "image.pullPolicy=Sometimes", want: "at '/image/pullPolicy': value must be one of"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
