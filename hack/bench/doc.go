@@ -1,0 +1,17 @@
+// Command bench is `make bench`: a reproducible measurement of the mirror engine's
+// throughput, replication latency, CPU and memory against the limit of the brokers it
+// runs against.
+//
+// It starts a source and a target kfake cluster in this process, preloads a topic, and
+// then, in one run, measures the broker-bound limit (a raw produce into the target with
+// the engine's own producer settings, and a raw consume from the source), the engine's
+// throughput with and without the no-data-loss policy and with a CEL filter, the
+// replication latency at a moderate fixed rate, and the engine's CPU time and peak RSS
+// at two record counts and against a throttled target. The engine runs as a child
+// process (`kafka-mirror run --config`), so its CPU time and peak RSS come from the
+// kernel's rusage and exclude the clusters.
+//
+// Because the machine is shared and noisy, the numbers that matter are ratios of
+// measurements taken in the same run, alternated round by round. Results are printed
+// and written to docs/benchmarks/results.json and results.md.
+package main

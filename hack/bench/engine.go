@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/IBM/sarama"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
+)
+
+// engineSpec is one engine configuration the benchmark runs.
+type engineSpec struct {
+	// name labels the run in logs and file names.
+	name string
+	// noDataLoss is the config's noDataLoss.
+	noDataLoss bool
+	// filter, when set, is a CEL filter expression.
+	filter string
+	// maxInFlight is maxInFlightPerPartition; 0 means the default.
+	maxInFlight int
+	// streams is the config's streams; 0 means the default.
+	streams int
+}
+
+// engineConfig renders the config of one engine run: topic from source to target under
+// the same name, a consumer group of its own (so it starts from the oldest offsets), no
+// topic sync (the benchmark creates the target topic before the clock starts, as the
+// operator does), and a metrics endpoint on metricsAddr.
+func engineConfig(spec engineSpec, source, target []string, group, topic, metricsAddr string) (*config.Config, error) {
+	c := &config.Config{
+		Source:                  config.Cluster{BootstrapServers: source},
+		Target:                  config.Cluster{BootstrapServers: target},
+		ConsumerGroup:           group,
+		Topics:                  config.Topics{Include: []string{regexp.QuoteMeta(topic)}},
+		SyncTopics:              config.BoolPtr(false),
+		NoDataLoss:              config.BoolPtr(spec.noDataLoss),
+		Streams:                 spec.streams,
+		MaxInFlightPerPartition: spec.maxInFlight,
+		Metrics:                 config.Metrics{Address: metricsAddr},
+	}
+	if spec.filter != "" {
+		c.Handlers = []config.HandlerSpec{{CEL: &config.CELHandler{Filter: spec.filter}}}
+	}
+	c.Default()
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("while building the %s engine config: %w", spec.name, err)
+	}
+	return c, nil
+}
+
+// engineProcess is the engine running as a child process: `kafka-mirror run --config`.
+// Running it apart from the clusters gives its own CPU time and peak RSS from the
+// kernel (rusage), which an in-process run could not separate from kfake's.
+type engineProcess struct {
+	cmd     *exec.Cmd
+	started time.Time
+	done    chan struct{}
+	waitErr error
+	logPath string
+	metrics string
+}
+
+// startEngine writes c to dir and starts `bin run --config` on it, with its log in dir.
+// extraArgs go after the config (the profile pass uses them).
+func startEngine(bin []string, dir, name string, c *config.Config) (*engineProcess, error) {
+	data, err := config.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("while rendering the %s engine config: %w", name, err)
+	}
+	cfgPath := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
+		return nil, fmt.Errorf("while writing the %s engine config: %w", name, err)
+	}
+	logPath := filepath.Join(dir, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("while creating the %s engine log: %w", name, err)
+	}
+	args := append(append([]string{}, bin[1:]...), "run", "--config", cfgPath, "--log-format", "json", "--log-level", "info")
+	cmd := exec.Command(bin[0], args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group keeps a Ctrl-C on the benchmark from reaching the engine
+	// directly; Pdeathsig stops it if the benchmark dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("while starting the %s engine: %w", name, err)
+	}
+	p := &engineProcess{cmd: cmd, started: time.Now(), done: make(chan struct{}), logPath: logPath, metrics: c.Metrics.Address}
+	go func() {
+		p.waitErr = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// usage is what the kernel counted for the engine process.
+type usage struct {
+	// CPU is user plus system time.
+	CPU time.Duration
+	// MaxRSS is the peak resident set size in bytes.
+	MaxRSS int64
+	// ExitErr is the process's exit error after the stop signal (nil for a clean exit).
+	ExitErr error
+}
+
+// stop sends sig (SIGTERM for a clean stop, SIGKILL when a drain would only cost time),
+// waits up to grace, kills the process after that, and returns its usage.
+func (p *engineProcess) stop(sig syscall.Signal, grace time.Duration) usage {
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	u := usage{ExitErr: p.waitErr}
+	if sig == syscall.SIGKILL {
+		u.ExitErr = nil
+	}
+	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		u.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	return u
+}
+
+// logTail returns the last lines of the engine's log, for errors.
+func (p *engineProcess) logTail() string {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > 15 {
+		lines = lines[len(lines)-15:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// exitedError describes an engine that ended before it was asked to.
+func (p *engineProcess) exitedError() error {
+	return fmt.Errorf("%w early (%v); last log lines of %s:\n%s", errStopped, p.waitErr, p.logPath, p.logTail())
+}
+
+// targetCounter reads how many records a target topic holds: the sum of its partitions'
+// end offsets. A fresh target per run makes that the number of records the engine wrote.
+type targetCounter struct {
+	client     sarama.Client
+	topic      string
+	partitions int32
+}
+
+func newTargetCounter(brokers []string, topic string, partitions int32) (*targetCounter, error) {
+	sc, err := kafka.NewConfig(config.Cluster{BootstrapServers: brokers})
+	if err != nil {
+		return nil, err
+	}
+	cl, err := sarama.NewClient(brokers, sc)
+	if err != nil {
+		return nil, fmt.Errorf("while connecting the target counter: %w", err)
+	}
+	return &targetCounter{client: cl, topic: topic, partitions: partitions}, nil
+}
+
+func (t *targetCounter) count() (int64, error) {
+	var sum int64
+	for p := int32(0); p < t.partitions; p++ {
+		o, err := t.client.GetOffset(t.topic, p, sarama.OffsetNewest)
+		if err != nil {
+			return 0, fmt.Errorf("while reading the end offset of target %s/%d: %w", t.topic, p, err)
+		}
+		sum += o
+	}
+	return sum, nil
+}
+
+func (t *targetCounter) close() { _ = t.client.Close() }
+
+// progress is the target's record count over one engine run.
+type progress struct {
+	// firstAt is when the first record was seen on the target, relative to the start;
+	// firstCount is the count seen then.
+	firstAt    time.Duration
+	firstCount int64
+	// doneAt is when the target held every expected record.
+	doneAt time.Duration
+}
+
+// pollInterval is how often the target's end offsets are read during a run: often
+// enough that the timing error is well under 1% of a default run.
+const pollInterval = 50 * time.Millisecond
+
+// waitForRecords polls the target until it holds want records, the engine exits, or ctx
+// ends.
+func waitForRecords(ctx context.Context, p *engineProcess, t *targetCounter, want int64) (progress, error) {
+	var pr progress
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return pr, ctx.Err()
+		case <-p.done:
+			return pr, p.exitedError()
+		case <-tick.C:
+		}
+		n, err := t.count()
+		if err != nil {
+			continue // the topic's leader may not be known yet; the next poll retries
+		}
+		now := time.Since(p.started)
+		if n > 0 && pr.firstAt == 0 {
+			pr.firstAt, pr.firstCount = now, n
+		}
+		if n >= want {
+			pr.doneAt = now
+			if n > want {
+				return pr, fmt.Errorf("the target holds %d records, %d more than the source: duplicates", n, n-want)
+			}
+			return pr, nil
+		}
+	}
+}
+
+// freeLoopbackAddress reserves a loopback port for an engine's metrics endpoint.
+func freeLoopbackAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("while reserving a port for the engine's metrics: %w", err)
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
+}
+
+// scrape reads the engine's metrics endpoint.
+func scrape(ctx context.Context, address string) (map[string]*dto.MetricFamily, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("while scraping the engine's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil, fmt.Errorf("while scraping the engine's metrics: HTTP %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("while parsing the engine's metrics: %w", err)
+	}
+	return fams, nil
+}
+
+// sumGauge adds up a gauge or counter family over its labels.
+func sumGauge(f *dto.MetricFamily) float64 {
+	if f == nil {
+		return 0
+	}
+	var s float64
+	for _, m := range f.GetMetric() {
+		switch {
+		case m.Gauge != nil:
+			s += m.GetGauge().GetValue()
+		case m.Counter != nil:
+			s += m.GetCounter().GetValue()
+		case m.Untyped != nil:
+			s += m.GetUntyped().GetValue()
+		}
+	}
+	return s
+}
+
+// waitReady waits until the engine's /readyz answers 200, or gives up after d. Engines
+// without a readiness endpoint are simply waited for.
+func waitReady(ctx context.Context, p *engineProcess, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			return p.exitedError()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metrics+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+	}
+	return errors.New("the engine did not become ready")
+}

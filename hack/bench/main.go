@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// options are the benchmark's flags.
+type options struct {
+	records        int
+	valueSize      int
+	partitions     int
+	brokers        int
+	rounds         int
+	bigRecords     int
+	latencyRate    int
+	latencyTime    time.Duration
+	throttle       int64
+	throttleTime   time.Duration
+	throttleLimits []int
+	streams        int
+	out            string
+	engineBin      string
+	profile        bool
+	quick          bool
+	skipEngine     bool
+}
+
+func parseOptions(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&o.records, "records", 1_000_000, "records preloaded into the source topic and mirrored by each throughput run")
+	fs.IntVar(&o.valueSize, "value-size", 200, "value size of each record in bytes")
+	fs.IntVar(&o.partitions, "partitions", 8, "partitions of the source topic")
+	fs.IntVar(&o.brokers, "brokers", 3, "brokers per kfake cluster")
+	fs.IntVar(&o.rounds, "rounds", 2, "rounds of the alternated throughput measurements (limit, engine, engine without no-data-loss, engine with a CEL filter)")
+	fs.IntVar(&o.bigRecords, "big-records", 5_000_000, "records of the larger memory run (0 skips it); the topic is topped up to this count")
+	fs.IntVar(&o.latencyRate, "latency-rate", 2000, "records per second of the latency measurement")
+	fs.DurationVar(&o.latencyTime, "latency-duration", 20*time.Second, "duration of the latency measurement (0 skips it)")
+	fs.Int64Var(&o.throttle, "throttle", 2_000_000, "bytes per second the throttled target accepts")
+	fs.DurationVar(&o.throttleTime, "throttle-duration", 15*time.Second, "duration of each throttled-target run (0 skips them)")
+	inflight := fs.String("throttle-inflight", "10000,1000", "maxInFlightPerPartition of the throttled-target runs, comma-separated")
+	fs.IntVar(&o.streams, "streams", 0, "the engine's streams (0: the config default)")
+	fs.StringVar(&o.out, "out", "", "directory for results.json and results.md (default docs/benchmarks, or a temporary directory with --quick)")
+	fs.StringVar(&o.engineBin, "engine-bin", "", "a built kafka-mirror binary to run (default: build one from this checkout)")
+	fs.BoolVar(&o.profile, "profile", false, "also run the engine once with CPU and allocation profiling, into docs/benchmarks/*.prof")
+	fs.BoolVar(&o.quick, "quick", false, "a small run of about a minute, for trying the benchmark out: 100k records, one round, short latency and throttle runs")
+	fs.BoolVar(&o.skipEngine, "skip-engine", false, "measure only the broker-bound limit")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.quick {
+		quick := map[string]func(){
+			"records":           func() { o.records = 100_000 },
+			"big-records":       func() { o.bigRecords = 300_000 },
+			"rounds":            func() { o.rounds = 1 },
+			"latency-rate":      func() { o.latencyRate = 1000 },
+			"latency-duration":  func() { o.latencyTime = 5 * time.Second },
+			"throttle-duration": func() { o.throttleTime = 6 * time.Second },
+		}
+		for name, apply := range quick {
+			if !set[name] {
+				apply()
+			}
+		}
+	}
+	var err error
+	if o.throttleLimits, err = parseInts(*inflight); err != nil {
+		return o, fmt.Errorf("--throttle-inflight: %w", err)
+	}
+	switch {
+	case o.records <= 0:
+		return o, errors.New("--records must be positive")
+	case o.valueSize <= 0:
+		return o, errors.New("--value-size must be positive")
+	case o.partitions <= 0 || o.partitions > 10_000:
+		return o, errors.New("--partitions must be between 1 and 10000")
+	case o.brokers <= 0:
+		return o, errors.New("--brokers must be positive")
+	case o.rounds <= 0:
+		return o, errors.New("--rounds must be positive")
+	case o.bigRecords != 0 && o.bigRecords <= o.records:
+		return o, errors.New("--big-records must be 0 or more than --records")
+	case o.latencyTime > 0 && o.latencyRate <= 0:
+		return o, errors.New("--latency-rate must be positive")
+	case o.throttleTime > 0 && o.throttle <= 0:
+		return o, errors.New("--throttle must be positive")
+	}
+	if o.out == "" {
+		o.out = filepath.Join("docs", "benchmarks")
+		if o.quick {
+			o.out = filepath.Join(os.TempDir(), "kafka-mirror-bench")
+		}
+	}
+	return o, nil
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == profiledEngineCommand {
+		if err := runProfiledEngine(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "Error:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	o, err := parseOptions(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, o)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,419 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
+)
+
+// Topics of the source cluster.
+const (
+	dataTopic    = "bench.records"
+	latencyTopic = "bench.latency"
+)
+
+// celFilter is the filter of the CEL run. No benchmark record carries the header, so the
+// filter is evaluated on every record and keeps all of them: the run writes the same
+// records as the others and its difference is the cost of evaluating the filter.
+const celFilter = "!('skip' in record.headers)"
+
+// bench holds what the measurements share: the source cluster with its preloaded
+// topics, the engine binary and a scratch directory for configs and logs.
+type bench struct {
+	o          options
+	gen        *recordGen
+	source     *kfake.Cluster
+	srcBrokers []string
+	srcAdmin   sarama.ClusterAdmin
+	engineBin  []string
+	workDir    string
+	started    time.Time
+	seq        int
+}
+
+func run(ctx context.Context, o options) error {
+	b := &bench{o: o, gen: newRecordGen(o.valueSize), started: time.Now()}
+	workDir, err := os.MkdirTemp("", "kafka-mirror-bench-")
+	if err != nil {
+		return fmt.Errorf("while creating a scratch directory: %w", err)
+	}
+	b.workDir = workDir
+	keep := false
+	defer func() {
+		if keep {
+			fmt.Printf("Engine configs and logs kept in %s\n", workDir)
+			return
+		}
+		_ = os.RemoveAll(workDir)
+	}()
+
+	rep := newReport(o)
+	if err := b.setup(ctx); err != nil {
+		return err
+	}
+	defer b.close()
+	if err := b.measure(ctx, rep); err != nil {
+		keep = true
+		return err
+	}
+	rep.finish()
+	rep.print(os.Stdout)
+	if err := rep.write(o.out); err != nil {
+		return err
+	}
+	fmt.Printf("Wrote %s and %s\n", filepath.Join(o.out, "results.json"), filepath.Join(o.out, "results.md"))
+	return nil
+}
+
+// setup builds the engine, starts the source cluster and preloads the data topic.
+func (b *bench) setup(ctx context.Context) error {
+	if !b.o.skipEngine {
+		bin, err := b.buildEngine(ctx)
+		if err != nil {
+			return err
+		}
+		b.engineBin = []string{bin}
+	}
+	src, err := startCluster("bench-source", b.o.brokers, 0)
+	if err != nil {
+		return err
+	}
+	b.source, b.srcBrokers = src, src.ListenAddrs()
+	b.srcAdmin, err = kafka.NewClusterAdmin(config.Cluster{BootstrapServers: b.srcBrokers}, kafka.WithRole(kafka.RoleSource))
+	if err != nil {
+		return err
+	}
+	for _, t := range []string{dataTopic, latencyTopic} {
+		if err := b.srcAdmin.CreateTopic(t, &sarama.TopicDetail{NumPartitions: int32(b.o.partitions), ReplicationFactor: -1}, false); err != nil {
+			return fmt.Errorf("while creating source topic %q: %w", t, err)
+		}
+	}
+	b.logf("Preloading %d records of %d bytes into %d partitions", b.o.records, b.o.valueSize, b.o.partitions)
+	d, err := preload(ctx, b.srcBrokers, b.gen, dataTopic, int32(b.o.partitions), 0, b.o.records)
+	if err != nil {
+		return err
+	}
+	b.logf("Preloaded in %s (%.0f records/s)", d.Round(time.Millisecond), float64(b.o.records)/d.Seconds())
+	return nil
+}
+
+func (b *bench) close() {
+	if b.srcAdmin != nil {
+		_ = b.srcAdmin.Close()
+	}
+	if b.source != nil {
+		b.source.Close()
+	}
+}
+
+// buildEngine builds kafka-mirror from this checkout, or returns --engine-bin.
+func (b *bench) buildEngine(ctx context.Context) (string, error) {
+	if b.o.engineBin != "" {
+		return filepath.Abs(b.o.engineBin)
+	}
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("while locating the module: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	bin := filepath.Join(b.workDir, "kafka-mirror")
+	b.logf("Building the engine (go build -o %s .)", bin)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, ".")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("while building the engine: %w\n%s", err, msg)
+	}
+	return bin, nil
+}
+
+// measure runs every measurement in order and fills rep.
+func (b *bench) measure(ctx context.Context, rep *report) error {
+	if err := b.throughputRounds(ctx, rep); err != nil {
+		return err
+	}
+	if b.o.skipEngine {
+		return nil
+	}
+	if b.o.latencyTime > 0 {
+		lat, err := b.latency(ctx)
+		if err != nil {
+			return err
+		}
+		rep.Latency = &lat
+	}
+	if b.o.bigRecords > 0 {
+		more := b.o.bigRecords - b.o.records
+		b.logf("Topping the source topic up by %d records to %d", more, b.o.bigRecords)
+		if _, err := preload(ctx, b.srcBrokers, b.gen, dataTopic, int32(b.o.partitions), b.o.records, more); err != nil {
+			return err
+		}
+		res, err := b.engineThroughput(ctx, engineSpec{name: "big", noDataLoss: true, streams: b.o.streams}, b.o.bigRecords)
+		if err != nil {
+			return err
+		}
+		rep.Big = &res
+	}
+	if b.o.throttleTime > 0 {
+		for _, limit := range b.o.throttleLimits {
+			res, err := b.throttled(ctx, limit)
+			if err != nil {
+				return err
+			}
+			rep.Throttled = append(rep.Throttled, res)
+		}
+	}
+	if b.o.profile {
+		prof, err := b.profiledRun(ctx)
+		if err != nil {
+			return err
+		}
+		rep.Profile = &prof
+	}
+	return nil
+}
+
+// throughputRounds alternates the throughput measurements: each round runs the produce
+// limit, the consume limit and the three engine variants, starting one step later than
+// the round before, so that a slow phase of the shared machine does not always hit the
+// same measurement.
+func (b *bench) throughputRounds(ctx context.Context, rep *report) error {
+	n := b.o.records
+	type step struct {
+		name string
+		run  func(r *round) error
+	}
+	steps := []step{
+		{"produce limit", func(r *round) (err error) { r.ProduceLimit, err = b.produceLimit(ctx, n); return err }},
+		{"consume limit", func(r *round) (err error) { r.ConsumeLimit, err = b.consumeLimit(ctx, n); return err }},
+	}
+	if !b.o.skipEngine {
+		steps = append(steps,
+			step{"engine", func(r *round) error {
+				res, err := b.engineThroughput(ctx, engineSpec{name: "engine", noDataLoss: true, streams: b.o.streams}, n)
+				r.Engine = &res
+				return err
+			}},
+			step{"engine, noDataLoss: false", func(r *round) error {
+				res, err := b.engineThroughput(ctx, engineSpec{name: "engine-fast", noDataLoss: false, streams: b.o.streams}, n)
+				r.EngineFast = &res
+				return err
+			}},
+			step{"engine with CEL filter", func(r *round) error {
+				res, err := b.engineThroughput(ctx, engineSpec{name: "engine-cel", noDataLoss: true, filter: celFilter, streams: b.o.streams}, n)
+				r.EngineCEL = &res
+				return err
+			}},
+		)
+	}
+	for i := 0; i < b.o.rounds; i++ {
+		r := &round{Round: i + 1}
+		for j := range steps {
+			s := steps[(i+j)%len(steps)]
+			if err := s.run(r); err != nil {
+				return fmt.Errorf("round %d, %s: %w", i+1, s.name, err)
+			}
+		}
+		r.computeRatios()
+		rep.Rounds = append(rep.Rounds, *r)
+		b.logf("Round %d: %s", i+1, r.summary())
+	}
+	return nil
+}
+
+func (b *bench) produceLimit(ctx context.Context, n int) (rate, error) {
+	var res rate
+	err := b.withTarget(ctx, "produce-limit", 0, dataTopic, func(target []string) error {
+		cfg := &config.Config{Source: config.Cluster{BootstrapServers: b.srcBrokers}, Target: config.Cluster{BootstrapServers: target}}
+		cfg.Default()
+		var err error
+		res, err = produceLimit(ctx, cfg, b.gen, dataTopic, int32(b.o.partitions), n)
+		return err
+	})
+	if err == nil {
+		b.logf("  produce limit: %s", fmtRate(res))
+	}
+	return res, err
+}
+
+func (b *bench) consumeLimit(ctx context.Context, n int) (rate, error) {
+	cfg := &config.Config{Source: config.Cluster{BootstrapServers: b.srcBrokers}, Target: config.Cluster{BootstrapServers: b.srcBrokers}}
+	cfg.Default()
+	res, err := consumeLimit(ctx, cfg, dataTopic, int32(b.o.partitions), n)
+	if err == nil {
+		b.logf("  consume limit: %s", fmtRate(res))
+	}
+	return res, err
+}
+
+// withTarget starts a fresh target cluster (throttled when bytesPerSecond > 0), creates
+// topic on it the way the engine and the operator do (topics.Syncer, the source's
+// partition count), runs fn and stops the cluster. A fresh target per run keeps runs
+// from seeing each other's records and frees their memory.
+func (b *bench) withTarget(ctx context.Context, name string, bytesPerSecond int64, topic string, fn func(target []string) error) error {
+	b.seq++
+	tgt, err := startCluster(fmt.Sprintf("bench-target-%d-%s", b.seq, name), b.o.brokers, bytesPerSecond)
+	if err != nil {
+		return err
+	}
+	defer tgt.Close()
+	brokers := tgt.ListenAddrs()
+	admin, err := kafka.NewClusterAdmin(config.Cluster{BootstrapServers: brokers}, kafka.WithRole(kafka.RoleTarget))
+	if err != nil {
+		return err
+	}
+	sel, err := topics.NewSelector(config.Topics{Include: []string{regexp.QuoteMeta(topic)}})
+	if err != nil {
+		_ = admin.Close()
+		return err
+	}
+	r, err := topics.NewSyncer(b.srcAdmin, admin, sel, topics.SyncOptions{}).Sync(ctx)
+	_ = admin.Close()
+	if err != nil {
+		return fmt.Errorf("while creating the target topic: %w", err)
+	}
+	if r.Created != 1 {
+		return fmt.Errorf("while creating the target topic: the sync created %d topics (report %+v)", r.Created, r.Topics)
+	}
+	return fn(brokers)
+}
+
+// runName numbers the engine runs so that their configs, logs and consumer groups differ.
+func (b *bench) runName(name string) string { return fmt.Sprintf("%02d-%s", b.seq, name) }
+
+// runTimeout bounds one engine run: far more than a healthy run takes, so that only a
+// stuck engine hits it.
+func (b *bench) runTimeout(records int) time.Duration {
+	return 2*time.Minute + time.Duration(records/500)*time.Millisecond
+}
+
+// engineThroughput mirrors the first want records of the data topic into a fresh target
+// with the engine as a child process and measures its rate, CPU time and peak RSS.
+func (b *bench) engineThroughput(ctx context.Context, spec engineSpec, want int) (engineResult, error) {
+	res := engineResult{Name: spec.name, Records: want}
+	err := b.withTarget(ctx, spec.name, 0, dataTopic, func(target []string) error {
+		addr, err := freeLoopbackAddress()
+		if err != nil {
+			return err
+		}
+		name := b.runName(spec.name)
+		cfg, err := engineConfig(spec, b.srcBrokers, target, "bench-"+name, dataTopic, addr)
+		if err != nil {
+			return err
+		}
+		counter, err := newTargetCounter(target, dataTopic, int32(b.o.partitions))
+		if err != nil {
+			return err
+		}
+		defer counter.close()
+		p, err := startEngine(b.engineBin, b.workDir, name, cfg)
+		if err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, b.runTimeout(want))
+		pr, err := waitForRecords(wctx, p, counter, int64(want))
+		cancel()
+		if err != nil {
+			p.stop(syscall.SIGKILL, 5*time.Second)
+			return fmt.Errorf("while waiting for the %s run (log %s): %w", name, p.logPath, err)
+		}
+		u := p.stop(syscall.SIGTERM, time.Minute)
+		if u.ExitErr != nil {
+			return fmt.Errorf("the %s engine exited with %w after SIGTERM; last log lines:\n%s", name, u.ExitErr, p.logTail())
+		}
+		res.fill(pr, u, int64(b.gen.recordBytes(0)))
+		return nil
+	})
+	if err == nil {
+		b.logf("  %s: %s, %.2f CPU s per million records, peak RSS %s", spec.name, fmtRate(res.Rate), res.CPUPerMillion, fmtBytes(res.MaxRSS))
+	}
+	return res, err
+}
+
+// throttled runs the engine against a target that accepts only --throttle bytes per
+// second, for --throttle-duration, and records how many records it held in flight and
+// its peak RSS: with a slow target, memory must be bounded by maxInFlightPerPartition.
+func (b *bench) throttled(ctx context.Context, maxInFlight int) (throttleResult, error) {
+	res := throttleResult{MaxInFlightPerPartition: maxInFlight, Partitions: b.o.partitions,
+		BytesPerSecond: b.o.throttle, Duration: b.o.throttleTime}
+	spec := engineSpec{name: "throttled", noDataLoss: true, maxInFlight: maxInFlight, streams: b.o.streams}
+	err := b.withTarget(ctx, spec.name, b.o.throttle, dataTopic, func(target []string) error {
+		addr, err := freeLoopbackAddress()
+		if err != nil {
+			return err
+		}
+		name := b.runName(fmt.Sprintf("throttled-%d", maxInFlight))
+		cfg, err := engineConfig(spec, b.srcBrokers, target, "bench-"+name, dataTopic, addr)
+		if err != nil {
+			return err
+		}
+		p, err := startEngine(b.engineBin, b.workDir, name, cfg)
+		if err != nil {
+			return err
+		}
+		end := time.After(b.o.throttleTime)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+	sample:
+		for {
+			select {
+			case <-ctx.Done():
+				p.stop(syscall.SIGKILL, 5*time.Second)
+				return ctx.Err()
+			case <-p.done:
+				return p.exitedError()
+			case <-end:
+				break sample
+			case <-tick.C:
+				fams, err := scrape(ctx, addr)
+				if err != nil {
+					continue
+				}
+				res.MaxInFlight = max(res.MaxInFlight, int64(sumGauge(fams["kafka_mirror_inflight_records"])))
+				res.Records = int64(sumGauge(fams["kafka_mirror_records_total"]))
+			}
+		}
+		// A drain against the throttled target would only cost time: kill it.
+		u := p.stop(syscall.SIGKILL, 5*time.Second)
+		res.MaxRSS, res.CPU = u.MaxRSS, u.CPU
+		return nil
+	})
+	if err == nil {
+		b.logf("  throttled target, maxInFlightPerPartition %d: %d records in flight at most (bound %d), %.0f records/s, peak RSS %s",
+			maxInFlight, res.MaxInFlight, int64(maxInFlight)*int64(b.o.partitions), res.rate(), fmtBytes(res.MaxRSS))
+	}
+	return res, err
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Printf("[%4.0fs] %s\n", time.Since(b.started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
