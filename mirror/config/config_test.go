@@ -280,7 +280,7 @@ func TestValidate(t *testing.T) {
 		},
 		"mirror loop": {
 			mutate: func(c *Config) { c.Target.BootstrapServers = []string{"other:1", "SOURCE-KAFKA:9092"} },
-			want: []string{`target.bootstrapServers: Invalid value: ["other:1","SOURCE-KAFKA:9092"]: source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads`},
+			want:   []string{`target.bootstrapServers: Invalid value: ["other:1","SOURCE-KAFKA:9092"]: source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads`},
 		},
 		"mirror loop with an identity template": {
 			mutate: func(c *Config) {
