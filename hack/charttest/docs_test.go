@@ -1,0 +1,86 @@
+package charttest
+
+import (
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// TestMetricsDocMatchesEngine keeps docs/metrics.md true: every kafka_mirror_* name it uses
+// (in tables, PromQL and alerts) is a metric the engine registers, every metric the engine
+// registers is documented, and the example PrometheusRule is valid YAML with a lag alert.
+func TestMetricsDocMatchesEngine(t *testing.T) {
+	root := repoRoot(t)
+	doc := readFile(t, filepath.Join(root, "docs", "metrics.md"))
+	code := readFile(t, filepath.Join(root, "mirror", "metrics.go"))
+
+	registered := map[string]bool{}
+	for _, m := range regexp.MustCompile(`"(kafka_mirror_[a-z_]+)"`).FindAllStringSubmatch(code, -1) {
+		registered[m[1]] = true
+	}
+	if len(registered) < 11 {
+		t.Fatalf("found %d metric names in mirror/metrics.go; the pattern no longer matches the code", len(registered))
+	}
+	documented := map[string]bool{}
+	for _, name := range regexp.MustCompile(`kafka_mirror_[a-z_]+`).FindAllString(doc, -1) {
+		base := name
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if b, ok := strings.CutSuffix(name, suffix); ok && registered[b] {
+				base = b
+			}
+		}
+		if !registered[base] {
+			t.Errorf("docs/metrics.md uses %s, which mirror/metrics.go does not register", name)
+		}
+		documented[base] = true
+	}
+	for name := range registered {
+		if !documented[name] {
+			t.Errorf("metric %s is registered by the engine but not documented in docs/metrics.md", name)
+		}
+	}
+
+	block := regexp.MustCompile("(?s)```yaml\n(apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\n.*?)```").FindStringSubmatch(doc)
+	if block == nil {
+		t.Fatal("docs/metrics.md has no PrometheusRule example")
+	}
+	var rule struct {
+		Spec struct {
+			Groups []struct {
+				Rules []struct {
+					Alert string `json:"alert"`
+					Expr  string `json:"expr"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(block[1]), &rule); err != nil {
+		t.Fatalf("the PrometheusRule example is not valid YAML: %v", err)
+	}
+	var alerts []string
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			alerts = append(alerts, r.Alert)
+			if r.Expr == "" {
+				t.Errorf("alert %s has no expr", r.Alert)
+			}
+			if strings.Count(r.Expr, "(") != strings.Count(r.Expr, ")") {
+				t.Errorf("alert %s has unbalanced parentheses: %s", r.Alert, r.Expr)
+			}
+		}
+	}
+	if !slices.Contains(alerts, "KafkaMirrorLagHigh") {
+		t.Errorf("alerts %v lack KafkaMirrorLagHigh", alerts)
+	}
+
+	// The doc's queries group by the label the chart's mirror ServiceMonitor copies from the
+	// Service; Prometheus turns app.kubernetes.io/instance into app_kubernetes_io_instance.
+	monitor := readFile(t, filepath.Join(chartDir(t), "templates", "servicemonitor.yaml"))
+	if !strings.Contains(monitor, "targetLabels:\n    - app.kubernetes.io/instance") || !strings.Contains(doc, "app_kubernetes_io_instance") {
+		t.Error("docs/metrics.md and the chart's mirror ServiceMonitor disagree on the label carrying the KafkaMirror's name")
+	}
+}
