@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -87,7 +88,7 @@ func report(out io.Writer, path string, r result) int {
 func validateConfigFile(path string) result {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return result{problems: []string{err.Error()}}
+		return result{problems: []string{readError(err)}}
 	}
 	var c config.Config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
@@ -112,7 +113,7 @@ func validateManifestFile(path string) result {
 		data, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return result{problems: []string{err.Error()}}
+		return result{problems: []string{readError(err)}}
 	}
 	var r result
 	found := 0
@@ -129,6 +130,10 @@ func validateManifestFile(path string) result {
 		var tm struct {
 			APIVersion string `json:"apiVersion"`
 			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
 		}
 		if err := yaml.Unmarshal(doc, &tm); err != nil {
 			r.problems = append(r.problems, fmt.Sprintf("document %d: while parsing YAML: %v", i, err))
@@ -150,7 +155,11 @@ func validateManifestFile(path string) result {
 			r.ok = append(r.ok, "MirrorConfig, "+summarize(&c))
 		case tm.Kind == "KafkaMirror" && strings.HasPrefix(tm.APIVersion, v1alpha1.GroupVersion.Group+"/"):
 			found++
-			name, ps, c := checkKafkaMirror(doc, tm.APIVersion)
+			name := tm.Metadata.Name
+			if tm.Metadata.Namespace != "" {
+				name = tm.Metadata.Namespace + "/" + name
+			}
+			ps, c := checkKafkaMirror(doc, tm.APIVersion)
 			if len(ps) > 0 {
 				r.problems = append(r.problems, prefixAll(fmt.Sprintf("document %d (KafkaMirror %s): ", i, name), ps)...)
 				continue
@@ -166,17 +175,13 @@ func validateManifestFile(path string) result {
 
 // checkKafkaMirror validates one KafkaMirror document the way the operator would: the
 // spec is rendered into the engine config, whose paths equal the spec's under "spec".
-func checkKafkaMirror(doc []byte, apiVersion string) (string, []string, *config.Config) {
+func checkKafkaMirror(doc []byte, apiVersion string) ([]string, *config.Config) {
 	if apiVersion != v1alpha1.GroupVersion.String() {
-		return "", []string{fmt.Sprintf("apiVersion: Unsupported value: %q: supported values: %q", apiVersion, v1alpha1.GroupVersion.String())}, nil
+		return []string{fmt.Sprintf("apiVersion: Unsupported value: %q: supported values: %q", apiVersion, v1alpha1.GroupVersion.String())}, nil
 	}
 	var m v1alpha1.KafkaMirror
 	if err := yaml.UnmarshalStrict(doc, &m); err != nil {
-		return "", []string{fmt.Sprintf("while parsing the KafkaMirror: %v", err)}, nil
-	}
-	name := m.Name
-	if m.Namespace != "" {
-		name = m.Namespace + "/" + m.Name
+		return []string{fmt.Sprintf("while parsing the KafkaMirror: %v", err)}, nil
 	}
 	var problems []string
 	if m.Name == "" {
@@ -184,7 +189,7 @@ func checkKafkaMirror(doc []byte, apiVersion string) (string, []string, *config.
 	}
 	c := controllers.RenderConfig(&m)
 	problems = append(problems, checkConfig(c, field.NewPath("spec"))...)
-	return name, problems, c
+	return problems, c
 }
 
 // checkConfig runs the config's own validation, then builds the handler chain and the
@@ -214,6 +219,15 @@ func checkConfig(c *config.Config, root *field.Path) []string {
 		}
 	}
 	return problems
+}
+
+// readError drops the path from a file error: every line already starts with it.
+func readError(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
 }
 
 func prefixAll(prefix string, lines []string) []string {
