@@ -486,14 +486,23 @@ func TestChartMatchesConfig(t *testing.T) {
 		}
 	})
 	t.Run("RBAC rules", func(t *testing.T) {
-		want := readObject(t, configPath(root, "RBAC_ROLE", "config/rbac/role.yaml"))
-		got := one(t, objs, "ClusterRole", fullname+"-manager")
-		if !reflect.DeepEqual(field(t, got, "rules"), field(t, want, "rules")) {
-			t.Errorf("chart manager ClusterRole rules differ from config/rbac/role.yaml:\n got %v\nwant %v", got.Object["rules"], want.Object["rules"])
-		}
-		ns := one(t, renderChart(t, release, releaseNamespace, "watchNamespace=team-a"), "Role", fullname+"-manager")
-		if !reflect.DeepEqual(field(t, ns, "rules"), field(t, want, "rules")) {
-			t.Errorf("chart manager Role rules differ from config/rbac/role.yaml")
+		rolePath := configPath(root, "RBAC_ROLE", "config/rbac/role.yaml")
+		rbacDir := filepath.Dir(rolePath)
+		namespaced := renderChart(t, release, releaseNamespace, "watchNamespace=team-a")
+		for name, c := range map[string]struct {
+			file     string
+			rendered *unstructured.Unstructured
+		}{
+			"manager ClusterRole":  {rolePath, one(t, objs, "ClusterRole", fullname+"-manager")},
+			"namespaced manager":   {rolePath, one(t, namespaced, "Role", fullname+"-manager")},
+			"leader-election Role": {filepath.Join(rbacDir, "leader_election_role.yaml"), one(t, objs, "Role", fullname+"-leader-election")},
+			"kafkamirror-view":     {filepath.Join(rbacDir, "kafkamirror_viewer_role.yaml"), one(t, objs, "ClusterRole", "kafkamirror-view")},
+			"kafkamirror-edit":     {filepath.Join(rbacDir, "kafkamirror_editor_role.yaml"), one(t, objs, "ClusterRole", "kafkamirror-edit")},
+		} {
+			want := readObject(t, c.file)
+			if got := field(t, c.rendered, "rules"); !reflect.DeepEqual(got, field(t, want, "rules")) {
+				t.Errorf("chart %s rules differ from %s:\n got %v\nwant %v", name, c.file, got, want.Object["rules"])
+			}
 		}
 	})
 }
