@@ -8,6 +8,7 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
 // specError lists everything wrong with a spec, each problem starting with its field
@@ -36,6 +37,13 @@ func validate(m *v1alpha1.KafkaMirror) (*config.Config, error) {
 	if _, err := handler.NewListener(cfg.RebalanceListener, handler.WithFieldPath("spec.rebalanceListener")); err != nil {
 		for _, fe := range handler.FieldErrors(err) {
 			problems = append(problems, fe.Error())
+		}
+	}
+	if len(problems) == 0 {
+		// The engine's topic selection has its own checks beyond compiling (the same
+		// selector runs in the topic sync step and in the engine).
+		if _, err := topics.NewSelector(cfg.Topics); err != nil {
+			problems = append(problems, "spec."+err.Error())
 		}
 	}
 	if len(problems) > 0 {
