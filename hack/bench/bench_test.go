@@ -121,8 +121,8 @@ func TestReportTargets(t *testing.T) {
 	}
 	r := newReport(options{records: 1000, bigRecords: 5000})
 	r.Rounds = []round{{
-		ProduceLimit: rate{Records: 100, Elapsed: time.Second},
-		ConsumeLimit: rate{Records: 200, Elapsed: time.Second},
+		ProduceLimit: limitResult{Rate: rate{Records: 100, Elapsed: time.Second}},
+		ConsumeLimit: limitResult{Rate: rate{Records: 200, Elapsed: time.Second}},
 		Engine:       eng(90, 100<<20), EngineFast: eng(99, 0), EngineCEL: eng(72, 0),
 	}}
 	r.Rounds[0].computeRatios()

@@ -1,10 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -155,4 +165,102 @@ func consumeLimit(ctx context.Context, cfg *config.Config, topic string, partiti
 		return rate{}, fmt.Errorf("while consuming %s: read %d of %d records: %w", topic, read.Load(), n, ctx.Err())
 	}
 	return rate{Records: n, Bytes: bytes.Load(), Elapsed: elapsed}, nil
+}
+
+// limitCommand is the hidden first argument with which the benchmark re-runs itself to
+// measure a limit in a child process. The engine runs in a process of its own, apart
+// from the clusters; the raw client must too, or the comparison would favour one side
+// (the clusters' garbage collector and goroutines would share a runtime with the client).
+const limitCommand = "limit"
+
+// limitOutcome is what a limit child prints on stdout.
+type limitOutcome struct {
+	Records   int   `json:"records"`
+	Bytes     int64 `json:"bytes"`
+	ElapsedNs int64 `json:"elapsedNs"`
+}
+
+// runLimit is the child side:
+//
+//	bench limit --mode produce|consume --config FILE --topic T --partitions P --records N --value-size V
+func runLimit(args []string) error {
+	fs := flag.NewFlagSet(limitCommand, flag.ContinueOnError)
+	mode := fs.String("mode", "", "produce or consume")
+	cfgPath := fs.String("config", "", "MirrorConfig naming the source and target")
+	topic := fs.String("topic", "", "topic")
+	partitions := fs.Int("partitions", 0, "partitions of the topic")
+	records := fs.Int("records", 0, "records to produce or consume")
+	valueSize := fs.Int("value-size", 0, "value size")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	var r rate
+	switch *mode {
+	case "produce":
+		r, err = produceLimit(ctx, cfg, newRecordGen(*valueSize), *topic, int32(*partitions), *records)
+	case "consume":
+		r, err = consumeLimit(ctx, cfg, *topic, int32(*partitions), *records)
+	default:
+		err = fmt.Errorf("--mode %q is not produce or consume", *mode)
+	}
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(limitOutcome{r.Records, r.Bytes, int64(r.Elapsed)})
+}
+
+// limitChild runs one limit measurement in a child process and returns its rate and the
+// child's CPU time and peak RSS.
+func (b *bench) limitChild(ctx context.Context, mode string, cfg *config.Config, n int) (rate, usage, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return rate{}, usage{}, fmt.Errorf("while locating the benchmark binary: %w", err)
+	}
+	data, err := config.Marshal(cfg)
+	if err != nil {
+		return rate{}, usage{}, err
+	}
+	name := b.runName("limit-" + mode)
+	cfgPath := filepath.Join(b.workDir, name+".yaml")
+	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
+		return rate{}, usage{}, fmt.Errorf("while writing the %s config: %w", name, err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, self, limitCommand, "--mode", mode, "--config", cfgPath, "--topic", dataTopic,
+		"--partitions", strconv.Itoa(b.o.partitions), "--records", strconv.Itoa(n), "--value-size", strconv.Itoa(b.o.valueSize))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return rate{}, usage{}, fmt.Errorf("while starting the %s child: %w", name, err)
+	}
+	p := &engineProcess{cmd: cmd}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-waited:
+			if err != nil {
+				return rate{}, usage{}, fmt.Errorf("the %s child failed: %w: %s", name, err, strings.TrimSpace(stderr.String()))
+			}
+			var out limitOutcome
+			if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+				return rate{}, usage{}, fmt.Errorf("while reading the %s child's result %q: %w", name, stdout.String(), err)
+			}
+			u := usage{MaxRSS: p.hwm.Load()}
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			}
+			return rate{Records: out.Records, Bytes: out.Bytes, Elapsed: time.Duration(out.ElapsedNs)}, u, nil
+		case <-tick.C:
+			p.sampleRSS()
+		}
+	}
 }

@@ -31,6 +31,7 @@ type options struct {
 	profile        bool
 	quick          bool
 	skipEngine     bool
+	keepLogs       bool
 }
 
 func parseOptions(args []string) (options, error) {
@@ -53,6 +54,7 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.profile, "profile", false, "also run the engine once with CPU and allocation profiling, into docs/benchmarks/*.prof")
 	fs.BoolVar(&o.quick, "quick", false, "a small run of about a minute, for trying the benchmark out: 100k records, one round, short latency and throttle runs")
 	fs.BoolVar(&o.skipEngine, "skip-engine", false, "measure only the broker-bound limit")
+	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the engine configs and logs (they are kept anyway when a run fails)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -105,12 +107,16 @@ func parseOptions(args []string) (options, error) {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == profiledEngineCommand {
-		if err := runProfiledEngine(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "Error:", err)
-			os.Exit(1)
+	if len(os.Args) > 1 {
+		// The benchmark re-runs itself as the child processes it measures.
+		child := map[string]func([]string) error{profiledEngineCommand: runProfiledEngine, limitCommand: runLimit}[os.Args[1]]
+		if child != nil {
+			if err := child(os.Args[2:]); err != nil {
+				fmt.Fprintln(os.Stderr, "Error:", err)
+				os.Exit(1)
+			}
+			return
 		}
-		return
 	}
 	o, err := parseOptions(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {

@@ -56,12 +56,21 @@ func (r *engineResult) fill(pr progress, u usage, bytesPerRecord int64) {
 	r.MaxRSS = u.MaxRSS
 }
 
+// limitResult is one raw-client measurement of the broker-bound limit, with the
+// client process's CPU time per million records and peak RSS for comparison with the
+// engine's.
+type limitResult struct {
+	Rate          rate    `json:"rate"`
+	CPUPerMillion float64 `json:"cpuSecondsPerMillionRecords"`
+	MaxRSS        int64   `json:"maxRSSBytes"`
+}
+
 // round is one pass of the alternated throughput measurements, with its ratios: ratios
 // of measurements taken minutes apart on the same machine cancel most of its noise.
 type round struct {
 	Round        int           `json:"round"`
-	ProduceLimit rate          `json:"produceLimit"`
-	ConsumeLimit rate          `json:"consumeLimit"`
+	ProduceLimit limitResult   `json:"produceLimit"`
+	ConsumeLimit limitResult   `json:"consumeLimit"`
 	Engine       *engineResult `json:"engine,omitempty"`
 	EngineFast   *engineResult `json:"engineNoDataLossOff,omitempty"`
 	EngineCEL    *engineResult `json:"engineCELFilter,omitempty"`
@@ -75,7 +84,7 @@ type round struct {
 }
 
 func (r *round) computeRatios() {
-	r.Limit = min(r.ProduceLimit.RecordsPerSecond(), r.ConsumeLimit.RecordsPerSecond())
+	r.Limit = min(r.ProduceLimit.Rate.RecordsPerSecond(), r.ConsumeLimit.Rate.RecordsPerSecond())
 	if r.Engine == nil || r.Limit == 0 {
 		return
 	}
@@ -135,6 +144,8 @@ type summary struct {
 	EngineToLimit     float64 `json:"engineToLimit,omitempty"`
 	FastToEngine      float64 `json:"noDataLossOffToEngine,omitempty"`
 	CELToEngine       float64 `json:"celFilterToEngine,omitempty"`
+	ProduceCPU        float64 `json:"produceLimitCPUSecondsPerMillionRecords"`
+	ConsumeCPU        float64 `json:"consumeLimitCPUSecondsPerMillionRecords"`
 	CPUPerMillion     float64 `json:"cpuSecondsPerMillionRecords,omitempty"`
 	MaxRSS            int64   `json:"maxRSSBytes,omitempty"`
 	BigCPUPerMillion  float64 `json:"bigCPUSecondsPerMillionRecords,omitempty"`
@@ -215,11 +226,13 @@ func newReport(o options) *report {
 func (r *report) finish() {
 	r.Seconds = time.Since(r.started).Seconds()
 	s := &r.Summary
-	s.ProduceLimit = medianOf(r.Rounds, func(x round) float64 { return x.ProduceLimit.RecordsPerSecond() })
-	s.ConsumeLimit = medianOf(r.Rounds, func(x round) float64 { return x.ConsumeLimit.RecordsPerSecond() })
+	s.ProduceLimit = medianOf(r.Rounds, func(x round) float64 { return x.ProduceLimit.Rate.RecordsPerSecond() })
+	s.ConsumeLimit = medianOf(r.Rounds, func(x round) float64 { return x.ConsumeLimit.Rate.RecordsPerSecond() })
 	s.Limit = medianOf(r.Rounds, func(x round) float64 { return x.Limit })
+	s.ProduceCPU = medianOf(r.Rounds, func(x round) float64 { return x.ProduceLimit.CPUPerMillion })
+	s.ConsumeCPU = medianOf(r.Rounds, func(x round) float64 { return x.ConsumeLimit.CPUPerMillion })
 	s.LimitMBPerSecond = medianOf(r.Rounds, func(x round) float64 {
-		return min(x.ProduceLimit.MBPerSecond(), x.ConsumeLimit.MBPerSecond())
+		return min(x.ProduceLimit.Rate.MBPerSecond(), x.ConsumeLimit.Rate.MBPerSecond())
 	})
 	if len(r.Rounds) == 0 || r.Rounds[0].Engine == nil {
 		return
@@ -310,8 +323,8 @@ func (r *report) tableRows() [][]string {
 	s := r.Summary
 	rows := [][]string{{"measurement", "records/s", "MB/s", "ratio", "CPU s / M records", "peak RSS"}}
 	rows = append(rows,
-		[]string{"raw produce into the target (engine's producer settings)", fmtNum(s.ProduceLimit), "", "", "", ""},
-		[]string{"raw consume from the source", fmtNum(s.ConsumeLimit), "", "", "", ""},
+		[]string{"raw produce into the target (engine's producer settings)", fmtNum(s.ProduceLimit), "", "", fmt.Sprintf("%.2f", s.ProduceCPU), ""},
+		[]string{"raw consume from the source (engine's consumer settings)", fmtNum(s.ConsumeLimit), "", "", fmt.Sprintf("%.2f", s.ConsumeCPU), ""},
 		[]string{"broker-bound limit (slower of the two)", fmtNum(s.Limit), fmt.Sprintf("%.1f", s.LimitMBPerSecond), "1.00 x limit", "", ""},
 	)
 	if s.Engine > 0 {
@@ -383,7 +396,7 @@ func (r *report) markdown(w io.Writer) {
 		fmt.Fprintf(w, "\n## Rounds\n\nEach round runs every throughput measurement once, starting one step later than the round before; the summary takes medians.\n\n")
 		t := [][]string{{"round", "produce limit", "consume limit", "engine", "noDataLoss: false", "CEL filter", "engine / limit"}}
 		for _, x := range r.Rounds {
-			row := []string{fmt.Sprint(x.Round), fmtNum(x.ProduceLimit.RecordsPerSecond()), fmtNum(x.ConsumeLimit.RecordsPerSecond()), "", "", "", ""}
+			row := []string{fmt.Sprint(x.Round), fmtNum(x.ProduceLimit.Rate.RecordsPerSecond()), fmtNum(x.ConsumeLimit.Rate.RecordsPerSecond()), "", "", "", ""}
 			if x.Engine != nil {
 				row[3], row[4], row[5] = fmtNum(x.Engine.Rate.RecordsPerSecond()), fmtNum(x.EngineFast.Rate.RecordsPerSecond()), fmtNum(x.EngineCEL.Rate.RecordsPerSecond())
 				row[6] = fmt.Sprintf("%.2f", x.EngineToLimit)
@@ -402,13 +415,16 @@ func (r *report) markdown(w io.Writer) {
 		writeMarkdownTable(w, t)
 	}
 	if p := r.Profile; p != nil {
-		fmt.Fprintf(w, "\n## Profile\n\nCPU and allocation profiles of one engine run (no-data-loss, %s records): `%s`, `%s`.\n\n",
-			fmtCount(p.Records), p.CPUProfile, p.AllocProfile)
+		fmt.Fprintf(w, "\n## Profile\n\nCPU, allocation and half-way in-use heap profiles of one engine run (no-data-loss, %s records): `%s`, `%s`, `%s` (not committed; `make bench PROFILE=1` writes them).\n\n",
+			fmtCount(p.Records), p.CPUProfile, p.AllocProfile, p.HeapProfile)
 		if p.CPUTop != "" {
 			fmt.Fprintf(w, "Top of the CPU profile:\n\n```\n%s\n```\n\n", p.CPUTop)
 		}
 		if p.AllocTop != "" {
-			fmt.Fprintf(w, "Top of the allocation profile (alloc_space):\n\n```\n%s\n```\n", p.AllocTop)
+			fmt.Fprintf(w, "Top of the allocation profile (alloc_space):\n\n```\n%s\n```\n\n", p.AllocTop)
+		}
+		if p.HeapTop != "" {
+			fmt.Fprintf(w, "Top of the in-use heap half-way (inuse_space):\n\n```\n%s\n```\n", p.HeapTop)
 		}
 	}
 }

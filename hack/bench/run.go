@@ -52,7 +52,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("while creating a scratch directory: %w", err)
 	}
 	b.workDir = workDir
-	keep := false
+	keep := o.keepLogs
 	defer func() {
 		if keep {
 			fmt.Printf("Engine configs and logs kept in %s\n", workDir)
@@ -235,29 +235,39 @@ func (b *bench) throughputRounds(ctx context.Context, rep *report) error {
 	return nil
 }
 
-func (b *bench) produceLimit(ctx context.Context, n int) (rate, error) {
-	var res rate
+// produceLimit measures the raw produce rate into a fresh target, in a child process.
+func (b *bench) produceLimit(ctx context.Context, n int) (limitResult, error) {
+	var res limitResult
 	err := b.withTarget(ctx, "produce-limit", 0, dataTopic, func(target []string) error {
-		cfg := &config.Config{Source: config.Cluster{BootstrapServers: b.srcBrokers}, Target: config.Cluster{BootstrapServers: target}}
-		cfg.Default()
 		var err error
-		res, err = produceLimit(ctx, cfg, b.gen, dataTopic, int32(b.o.partitions), n)
+		res, err = b.limit(ctx, "produce", target, n)
 		return err
 	})
-	if err == nil {
-		b.logf("  produce limit: %s", fmtRate(res))
-	}
 	return res, err
 }
 
-func (b *bench) consumeLimit(ctx context.Context, n int) (rate, error) {
-	cfg := &config.Config{Source: config.Cluster{BootstrapServers: b.srcBrokers}, Target: config.Cluster{BootstrapServers: b.srcBrokers}}
-	cfg.Default()
-	res, err := consumeLimit(ctx, cfg, dataTopic, int32(b.o.partitions), n)
-	if err == nil {
-		b.logf("  consume limit: %s", fmtRate(res))
+// consumeLimit measures the raw consume rate from the source, in a child process.
+func (b *bench) consumeLimit(ctx context.Context, n int) (limitResult, error) {
+	// The consume child never connects to the target; the address only makes a valid config.
+	return b.limit(ctx, "consume", []string{"127.0.0.1:9"}, n)
+}
+
+func (b *bench) limit(ctx context.Context, mode string, target []string, n int) (limitResult, error) {
+	b.seq++
+	cfg := &config.Config{
+		Source:        config.Cluster{BootstrapServers: b.srcBrokers},
+		Target:        config.Cluster{BootstrapServers: target},
+		ConsumerGroup: "bench-limit",
+		Topics:        config.Topics{Include: []string{regexp.QuoteMeta(dataTopic)}},
 	}
-	return res, err
+	cfg.Default()
+	r, u, err := b.limitChild(ctx, mode, cfg, n)
+	if err != nil {
+		return limitResult{}, err
+	}
+	res := limitResult{Rate: r, CPUPerMillion: u.CPU.Seconds() / float64(n) * 1e6, MaxRSS: u.MaxRSS}
+	b.logf("  %s limit: %s, %.2f CPU s per million records, peak RSS %s", mode, fmtRate(r), res.CPUPerMillion, fmtBytes(u.MaxRSS))
+	return res, nil
 }
 
 // withTarget starts a fresh target cluster (throttled when bytesPerSecond > 0), creates
@@ -304,6 +314,12 @@ func (b *bench) runTimeout(records int) time.Duration {
 // engineThroughput mirrors the first want records of the data topic into a fresh target
 // with the engine as a child process and measures its rate, CPU time and peak RSS.
 func (b *bench) engineThroughput(ctx context.Context, spec engineSpec, want int) (engineResult, error) {
+	return b.engineRun(ctx, spec, b.engineBin, want, 0)
+}
+
+// engineRun is engineThroughput with the engine command bin, sending halfSignal (when
+// not 0) to the engine when half of the records have arrived.
+func (b *bench) engineRun(ctx context.Context, spec engineSpec, bin []string, want int, halfSignal syscall.Signal) (engineResult, error) {
 	res := engineResult{Name: spec.name, Records: want}
 	err := b.withTarget(ctx, spec.name, 0, dataTopic, func(target []string) error {
 		addr, err := freeLoopbackAddress()
@@ -320,12 +336,16 @@ func (b *bench) engineThroughput(ctx context.Context, spec engineSpec, want int)
 			return err
 		}
 		defer counter.close()
-		p, err := startEngine(b.engineBin, b.workDir, name, cfg)
+		p, err := startEngine(bin, b.workDir, name, cfg)
 		if err != nil {
 			return err
 		}
+		var onHalf func()
+		if halfSignal != 0 {
+			onHalf = func() { _ = p.cmd.Process.Signal(halfSignal) }
+		}
 		wctx, cancel := context.WithTimeout(ctx, b.runTimeout(want))
-		pr, err := waitForRecords(wctx, p, counter, int64(want))
+		pr, err := waitForRecords(wctx, p, counter, int64(want), spec.partial, onHalf)
 		cancel()
 		if err != nil {
 			p.stop(syscall.SIGKILL, 5*time.Second)
@@ -379,6 +399,7 @@ func (b *bench) throttled(ctx context.Context, maxInFlight int) (throttleResult,
 			case <-end:
 				break sample
 			case <-tick.C:
+				p.sampleRSS()
 				fams, err := scrape(ctx, addr)
 				if err != nil {
 					continue
