@@ -277,6 +277,31 @@ func TestMirrorLifecycle(t *testing.T) {
 			})
 		}
 	})
+	t.Run("deleting the KafkaMirror leaves the target topics", func(t *testing.T) {
+		m := &v1alpha1.KafkaMirror{}
+		if err := get(m, ns, name); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.client.Delete(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, func() error {
+			if err := get(m, ns, name); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (err %v)", err)
+			}
+			return nil
+		})
+		time.Sleep(testSyncInterval) // a reconcile that would do harm has had its chance
+		got, err := partitions(tgt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for topic, n := range map[string]int32{"basic.a": 6, "basic.b": 5, "basic.c": 4} {
+			if got[topic] != n {
+				t.Errorf("target %s has %d partitions after the KafkaMirror was deleted, want %d", topic, got[topic], n)
+			}
+		}
+	})
 }
 
 // topicCounts maps each source topic in status to its source and target partitions.
@@ -546,10 +571,12 @@ func TestInvalidSpecStalls(t *testing.T) {
 		mname := fmt.Sprintf("invalid-%d", i)
 		t.Run(name, func(t *testing.T) {
 			create(t, testMirror(ns, mname, `invalid\..*`, tc.mutate))
-			_, c := waitCondition(t, ns, mname, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec)
+			m, c := waitCondition(t, ns, mname, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec)
 			if !strings.Contains(c.Message, tc.wantPath) {
 				t.Fatalf("Stalled message %q does not contain %q", c.Message, tc.wantPath)
 			}
+			// Stalled is the outcome of this generation, so kstatus can trust it.
+			expect(t, "observedGeneration", m.Status.ObservedGeneration, m.Generation)
 			waitCondition(t, ns, mname, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec)
 			if err := get(&appsv1.Deployment{}, ns, mname+"-mirror"); !apierrors.IsNotFound(err) {
 				t.Fatalf("a Deployment exists for an invalid spec (err %v)", err)

@@ -187,10 +187,12 @@ func progressing(m *v1alpha1.KafkaMirror, obs *observation) string {
 
 // finalizeStatus writes m's status once per reconcile, as a merge patch of what
 // changed, and only when something changed. observedGeneration moves only when the
-// reconcile succeeded. Events are emitted for condition changes a person cares about.
+// reconcile succeeded or stalled on the spec (a transient failure leaves it behind). Events are emitted for condition changes a person cares about.
 func (r *KafkaMirrorReconciler) finalizeStatus(ctx context.Context, m *v1alpha1.KafkaMirror, obs *observation, reconcileErr error) error {
 	next := computeStatus(m, obs)
-	if reconcileErr == nil {
+	// A stalled spec is a finished reconcile too: its outcome is Stalled, and kstatus
+	// readers trust Stalled only when observedGeneration is current.
+	if reconcileErr == nil || obs.invalid != nil {
 		next.ObservedGeneration = m.Generation
 	}
 	r.recordTransitions(m, &next, obs)

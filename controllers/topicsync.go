@@ -63,7 +63,9 @@ func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config
 	syncer := topics.NewSyncer(srcAdmin, tgtAdmin, sel, topics.SyncOptions{
 		SyncConfigs: cfg.SyncTopicConfigs,
 		DryRun:      res.dryRun,
-		Logger:      log,
+		// A Syncer lives for one reconcile here, so its "say it once" logging would
+		// repeat every interval: its lines go to debug, and changes are logged below.
+		Logger: log.V(1),
 	})
 	res.report, err = syncer.Sync(ctx)
 	if err != nil {
@@ -73,6 +75,10 @@ func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config
 			res.role = roleTarget
 		}
 		return res
+	}
+
+	if changes := topicChanges(res); changes != "" {
+		log.Info("Synced target topics", "changes", changes)
 	}
 
 	names := make([]string, 0, min(len(res.report.Topics), v1alpha1.MaxTopicStatuses))
