@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,10 +37,11 @@ and rebalance listeners (registered, and accepting their args).
 
 Every problem is printed on its own line as FILE: FIELD PATH: REASON, and the command
 exits non-zero. A file that passes prints one "OK: ..." line. Documents of other kinds
-in a manifest file (Deployments, ConfigMaps, ...) are skipped, so a whole directory of
-manifests can be piped through it.`,
+in a manifest file (Deployments, ConfigMaps, ...) are skipped, and -f DIR checks every
+.yaml, .yml and .json file in a directory, so a whole GitOps directory can be checked.`,
 		Example: `  kafka-mirror validate --config mirror.yaml
-  kafka-mirror validate -f config/samples/kafkamirror.yaml -f deploy/orders.yaml`,
+  kafka-mirror validate -f config/samples/kafkamirror.yaml -f deploy/orders.yaml
+  kafka-mirror validate -f deploy/mirrors/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(configs) == 0 && len(manifests) == 0 {
@@ -49,7 +51,7 @@ manifests can be piped through it.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&configs, "config", nil, "a mirror config file (kind MirrorConfig); repeatable")
-	cmd.Flags().StringArrayVarP(&manifests, "filename", "f", nil, "a YAML file of KafkaMirror manifests, '-' for stdin; repeatable")
+	cmd.Flags().StringArrayVarP(&manifests, "filename", "f", nil, "a YAML file of KafkaMirror manifests, a directory of them, or '-' for stdin; repeatable")
 	return cmd
 }
 
@@ -61,7 +63,7 @@ func runValidate(out io.Writer, configs, manifests []string) error {
 		problems += report(out, path, validateConfigFile(path))
 	}
 	for _, path := range manifests {
-		problems += report(out, path, validateManifestFile(path))
+		problems += validateManifestPath(out, path)
 	}
 	if problems > 0 {
 		return fmt.Errorf("validate found %d problem(s)", problems)
@@ -73,6 +75,7 @@ func runValidate(out io.Writer, configs, manifests []string) error {
 type result struct {
 	problems []string
 	ok       []string // one summary per valid document
+	found    int      // mirror documents seen, valid or not
 }
 
 func report(out io.Writer, path string, r result) int {
@@ -101,6 +104,39 @@ func validateConfigFile(path string) result {
 	}
 	return result{ok: []string{"MirrorConfig, " + summarize(&c)}}
 }
+
+// validateManifestPath validates a manifest file, or every .yaml, .yml and .json file
+// directly in a directory (as kubectl -f does). In a directory, files holding no mirror
+// (a kustomization.yaml, say) are passed over; only a directory without any is a problem.
+func validateManifestPath(out io.Writer, path string) int {
+	info, err := os.Stat(path)
+	if path == "-" || err != nil || !info.IsDir() {
+		return report(out, path, validateManifestFile(path))
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return report(out, path, result{problems: []string{readError(err)}})
+	}
+	problems, mirrors := 0, 0
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") {
+			continue
+		}
+		r := validateManifestFile(filepath.Join(path, e.Name()))
+		if r.found == 0 && len(r.problems) == 1 && r.problems[0] == noMirror {
+			continue
+		}
+		mirrors += r.found
+		problems += report(out, filepath.Join(path, e.Name()), r)
+	}
+	if mirrors == 0 && problems == 0 {
+		problems += report(out, path, result{problems: []string{noMirror}})
+	}
+	return problems
+}
+
+const noMirror = "no KafkaMirror or MirrorConfig found"
 
 func validateManifestFile(path string) result {
 	var (
@@ -168,8 +204,9 @@ func validateManifestFile(path string) result {
 		}
 	}
 	if found == 0 && len(r.problems) == 0 {
-		r.problems = append(r.problems, "no KafkaMirror or MirrorConfig found")
+		r.problems = append(r.problems, noMirror)
 	}
+	r.found = found
 	return r
 }
 

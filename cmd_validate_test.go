@@ -85,6 +85,21 @@ func TestValidateCommand(t *testing.T) {
 		"no-mirror.yaml": writeFile(t, dir, "no-mirror.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"),
 		"km-typo.yaml":   writeFile(t, dir, "km-typo.yaml", strings.Replace(validKafkaMirror, "replicas: 2", "replica: 2", 1)),
 	}
+	sub := filepath.Join(dir, "dir")
+	if err := os.MkdirAll(filepath.Join(sub, "nested"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, sub, "a.yaml", validKafkaMirror)
+	writeFile(t, sub, "b.yml", invalidKafkaMirror)
+	writeFile(t, sub, "kustomization.yaml", "resources: [a.yaml]\n")
+	writeFile(t, sub, "README.md", "not yaml: [")
+	writeFile(t, filepath.Join(sub, "nested"), "c.yaml", invalidMirrorConfig)
+	empty := filepath.Join(dir, "empty")
+	if err := os.MkdirAll(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, empty, "kustomization.yaml", "resources: []\n")
+	files["dir"], files["empty"] = sub, empty
 	tests := map[string]struct {
 		args    []string
 		want    string // output, with FILE(name) replaced by the path
@@ -142,6 +157,19 @@ func TestValidateCommand(t *testing.T) {
 		"a manifest without a mirror is a problem": {
 			args:    []string{"-f", "no-mirror.yaml"},
 			want:    "no-mirror.yaml: no KafkaMirror or MirrorConfig found\n",
+			wantErr: "validate found 1 problem(s)",
+		},
+		"a directory: its YAML files, not nested ones, mirror-less files passed over": {
+			args: []string{"-f", "dir"},
+			want: "OK: dir/a.yaml: KafkaMirror default/orders, 1 include pattern(s), 0 exclude pattern(s), 1 handler(s) (cel filter)\n" +
+				"dir/b.yml: document 0 (KafkaMirror payments): spec.target.bootstrapServers: Invalid value: [\"kafka:9092\"]: source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads\n" +
+				"dir/b.yml: document 0 (KafkaMirror payments): spec.handlers[0].cel.transform.topic: must give string, not int\n" +
+				"dir/b.yml: document 0 (KafkaMirror payments): spec.rebalanceListener.args.verbosity: \"loud\" is not a non-negative integer\n",
+			wantErr: "validate found 3 problem(s)",
+		},
+		"a directory without mirrors": {
+			args:    []string{"-f", "empty"},
+			want:    "empty: no KafkaMirror or MirrorConfig found\n",
 			wantErr: "validate found 1 problem(s)",
 		},
 		"config and manifests together": {
