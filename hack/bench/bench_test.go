@@ -85,7 +85,7 @@ func TestParseOptions(t *testing.T) {
 		wantErr string
 	}{
 		"defaults": {args: nil, check: func(o options) bool {
-			return o.records == 1_000_000 && o.bigRecords == 5_000_000 && o.rounds == 2 && o.partitions == 8 &&
+			return o.records == 1_000_000 && o.bigRecords == 5_000_000 && o.rounds == 3 && o.partitions == 8 &&
 				o.valueSize == 200 && o.out == "docs/benchmarks" && len(o.throttleLimits) == 2
 		}},
 		"quick shrinks what was not set": {args: []string{"--quick", "--rounds", "3"}, check: func(o options) bool {
@@ -152,7 +152,7 @@ func TestReportTargets(t *testing.T) {
 	}
 	var md strings.Builder
 	r.markdown(&md)
-	for _, s := range []string{"| broker-bound limit (slower of the two) | 100 |", "0.90 x limit", "| Cost of a CEL filter | <= 15% of throughput | 20% | no |"} {
+	for _, s := range []string{"| broker-bound limit (slower of the two) | 100 |", "0.90 x limit", "| Cost of a CEL filter | <= 15% of throughput | 20% (CPU per record +0%) | no |"} {
 		if !strings.Contains(md.String(), s) {
 			t.Errorf("markdown lacks %q:\n%s", s, md.String())
 		}

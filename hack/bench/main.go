@@ -41,7 +41,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.valueSize, "value-size", 200, "value size of each record in bytes")
 	fs.IntVar(&o.partitions, "partitions", 8, "partitions of the source topic")
 	fs.IntVar(&o.brokers, "brokers", 3, "brokers per kfake cluster")
-	fs.IntVar(&o.rounds, "rounds", 2, "rounds of the alternated throughput measurements (limit, engine, engine without no-data-loss, engine with a CEL filter)")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds of the alternated throughput measurements (limit, engine, engine without no-data-loss, engine with a CEL filter)")
 	fs.IntVar(&o.bigRecords, "big-records", 5_000_000, "records of the larger memory run (0 skips it); the topic is topped up to this count")
 	fs.IntVar(&o.latencyRate, "latency-rate", 2000, "records per second of the latency measurement")
 	fs.DurationVar(&o.latencyTime, "latency-duration", 20*time.Second, "duration of the latency measurement (0 skips it)")

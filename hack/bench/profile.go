@@ -30,9 +30,11 @@ type profileResult struct {
 	CPUProfile   string `json:"cpuProfile"`
 	AllocProfile string `json:"allocProfile"`
 	HeapProfile  string `json:"heapProfile"`
+	MutexProfile string `json:"mutexProfile"`
 	CPUTop       string `json:"cpuTop,omitempty"`
 	AllocTop     string `json:"allocTop,omitempty"`
 	HeapTop      string `json:"heapTop,omitempty"`
+	MutexTop     string `json:"mutexTop,omitempty"`
 }
 
 // runProfiledEngine is the child side: the engine as `kafka-mirror run` starts it, with
@@ -45,6 +47,7 @@ func runProfiledEngine(args []string) error {
 	cpuPath := fs.String("cpu", "", "CPU profile output")
 	allocPath := fs.String("allocs", "", "allocation profile output")
 	heapPath := fs.String("heap", "", "in-use heap profile output, written on SIGUSR1")
+	mutexPath := fs.String("mutex", "", "mutex contention profile output")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,6 +82,8 @@ func runProfiledEngine(args []string) error {
 	if err != nil {
 		return fmt.Errorf("while creating the CPU profile: %w", err)
 	}
+	// One contention event in 10 is enough to find a hot lock and costs little.
+	runtime.SetMutexProfileFraction(10)
 	if err := pprof.StartCPUProfile(cpu); err != nil {
 		return fmt.Errorf("while starting the CPU profile: %w", err)
 	}
@@ -88,6 +93,9 @@ func runProfiledEngine(args []string) error {
 		return fmt.Errorf("while writing the CPU profile: %w", err)
 	}
 	if err := writeProfile("allocs", *allocPath, 0); err != nil {
+		return err
+	}
+	if err := writeProfile("mutex", *mutexPath, 0); err != nil {
 		return err
 	}
 	logMemory("stopped")
@@ -127,8 +135,8 @@ func writeProfile(name, path string, debug int) error {
 
 // profiledRun mirrors --records records once with the engine profiled, writes the
 // profiles next to the results (docs/benchmarks/*.prof, not committed) and keeps the
-// top of each for the report. A heap profile is taken half-way, when the engine is in
-// its steady state.
+// top of each for the report: CPU, allocations, mutex contention, and an in-use heap
+// taken half-way, when the engine is in its steady state.
 func (b *bench) profiledRun(ctx context.Context) (profileResult, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -142,8 +150,10 @@ func (b *bench) profiledRun(ctx context.Context) (profileResult, error) {
 		CPUProfile:   filepath.Join(b.o.out, "engine-cpu.prof"),
 		AllocProfile: filepath.Join(b.o.out, "engine-allocs.prof"),
 		HeapProfile:  filepath.Join(b.o.out, "engine-heap.prof"),
+		MutexProfile: filepath.Join(b.o.out, "engine-mutex.prof"),
 	}
-	bin := []string{self, profiledEngineCommand, "--cpu", res.CPUProfile, "--allocs", res.AllocProfile, "--heap", res.HeapProfile}
+	bin := []string{self, profiledEngineCommand, "--cpu", res.CPUProfile, "--allocs", res.AllocProfile,
+		"--heap", res.HeapProfile, "--mutex", res.MutexProfile}
 	spec := engineSpec{name: "profiled", noDataLoss: true, streams: b.o.streams, partial: b.o.bigRecords > b.o.records}
 	if _, err := b.engineRun(ctx, spec, bin, b.o.records, syscall.SIGUSR1); err != nil {
 		return res, err
@@ -151,6 +161,7 @@ func (b *bench) profiledRun(ctx context.Context) (profileResult, error) {
 	res.CPUTop = pprofTop(ctx, res.CPUProfile)
 	res.AllocTop = pprofTop(ctx, res.AllocProfile, "-sample_index=alloc_space")
 	res.HeapTop = pprofTop(ctx, res.HeapProfile, "-sample_index=inuse_space")
+	res.MutexTop = pprofTop(ctx, res.MutexProfile, "-sample_index=delay")
 	return res, nil
 }
 

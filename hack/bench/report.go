@@ -68,25 +68,52 @@ type limitResult struct {
 // round is one pass of the alternated throughput measurements, with its ratios: ratios
 // of measurements taken minutes apart on the same machine cancel most of its noise.
 type round struct {
-	Round        int           `json:"round"`
-	ProduceLimit limitResult   `json:"produceLimit"`
-	ConsumeLimit limitResult   `json:"consumeLimit"`
-	Engine       *engineResult `json:"engine,omitempty"`
-	EngineFast   *engineResult `json:"engineNoDataLossOff,omitempty"`
-	EngineCEL    *engineResult `json:"engineCELFilter,omitempty"`
+	Round        int         `json:"round"`
+	ProduceLimit limitResult `json:"produceLimit"`
+	// ProduceFastLimit is the raw produce with the producer settings of
+	// `noDataLoss: false`, to tell the client's share of that difference from the engine's.
+	ProduceFastLimit limitResult   `json:"produceLimitNoDataLossOff"`
+	ConsumeLimit     limitResult   `json:"consumeLimit"`
+	Engine           *engineResult `json:"engine,omitempty"`
+	EngineFast       *engineResult `json:"engineNoDataLossOff,omitempty"`
+	EngineCEL        *engineResult `json:"engineCELFilter,omitempty"`
 	// Limit is the slower of the produce and consume limits, in records per second.
 	Limit float64 `json:"limitRecordsPerSecond"`
 	// EngineToLimit is Engine's rate / Limit; FastToEngine and CELToEngine are the
-	// other variants' rates / Engine's rate.
+	// other variants' rates / Engine's rate. RawFastToRaw is the same comparison as
+	// FastToEngine for the raw producer.
 	EngineToLimit float64 `json:"engineToLimit,omitempty"`
-	FastToEngine  float64 `json:"noDataLossOffToEngine,omitempty"`
-	CELToEngine   float64 `json:"celFilterToEngine,omitempty"`
+	RawFastToRaw  float64 `json:"rawNoDataLossOffToRaw"`
+	// EngineCPUToClients is the engine's CPU time per record / (the raw producer's +
+	// the raw consumer's): what the engine costs beyond the two clients it is made of.
+	// CPU time suffers less than wall time from a busy machine.
+	EngineCPUToClients float64 `json:"engineCPUToClients,omitempty"`
+	FastToEngine       float64 `json:"noDataLossOffToEngine,omitempty"`
+	CELToEngine        float64 `json:"celFilterToEngine,omitempty"`
+	// FastCPUToEngine and CELCPUToEngine compare CPU time per record with Engine's:
+	// the same comparisons as FastToEngine and CELToEngine, less exposed to noise.
+	FastCPUToEngine float64 `json:"noDataLossOffCPUToEngine,omitempty"`
+	CELCPUToEngine  float64 `json:"celFilterCPUToEngine,omitempty"`
 }
 
 func (r *round) computeRatios() {
 	r.Limit = min(r.ProduceLimit.Rate.RecordsPerSecond(), r.ConsumeLimit.Rate.RecordsPerSecond())
+	if p := r.ProduceLimit.Rate.RecordsPerSecond(); p > 0 {
+		r.RawFastToRaw = r.ProduceFastLimit.Rate.RecordsPerSecond() / p
+	}
 	if r.Engine == nil || r.Limit == 0 {
 		return
+	}
+	if c := r.ProduceLimit.CPUPerMillion + r.ConsumeLimit.CPUPerMillion; c > 0 {
+		r.EngineCPUToClients = r.Engine.CPUPerMillion / c
+	}
+	if c := r.Engine.CPUPerMillion; c > 0 {
+		if r.EngineFast != nil {
+			r.FastCPUToEngine = r.EngineFast.CPUPerMillion / c
+		}
+		if r.EngineCEL != nil {
+			r.CELCPUToEngine = r.EngineCEL.CPUPerMillion / c
+		}
 	}
 	e := r.Engine.Rate.RecordsPerSecond()
 	r.EngineToLimit = e / r.Limit
@@ -133,23 +160,28 @@ func (t throttleResult) rate() float64 {
 
 // summary holds the medians over rounds and the memory comparison.
 type summary struct {
-	ProduceLimit      float64 `json:"produceLimitRecordsPerSecond"`
-	ConsumeLimit      float64 `json:"consumeLimitRecordsPerSecond"`
-	Limit             float64 `json:"limitRecordsPerSecond"`
-	LimitMBPerSecond  float64 `json:"limitMBPerSecond"`
-	Engine            float64 `json:"engineRecordsPerSecond,omitempty"`
-	EngineMBPerSecond float64 `json:"engineMBPerSecond,omitempty"`
-	EngineFast        float64 `json:"noDataLossOffRecordsPerSecond,omitempty"`
-	EngineCEL         float64 `json:"celFilterRecordsPerSecond,omitempty"`
-	EngineToLimit     float64 `json:"engineToLimit,omitempty"`
-	FastToEngine      float64 `json:"noDataLossOffToEngine,omitempty"`
-	CELToEngine       float64 `json:"celFilterToEngine,omitempty"`
-	ProduceCPU        float64 `json:"produceLimitCPUSecondsPerMillionRecords"`
-	ConsumeCPU        float64 `json:"consumeLimitCPUSecondsPerMillionRecords"`
-	CPUPerMillion     float64 `json:"cpuSecondsPerMillionRecords,omitempty"`
-	MaxRSS            int64   `json:"maxRSSBytes,omitempty"`
-	BigCPUPerMillion  float64 `json:"bigCPUSecondsPerMillionRecords,omitempty"`
-	BigMaxRSS         int64   `json:"bigMaxRSSBytes,omitempty"`
+	ProduceLimit       float64 `json:"produceLimitRecordsPerSecond"`
+	ConsumeLimit       float64 `json:"consumeLimitRecordsPerSecond"`
+	Limit              float64 `json:"limitRecordsPerSecond"`
+	LimitMBPerSecond   float64 `json:"limitMBPerSecond"`
+	Engine             float64 `json:"engineRecordsPerSecond,omitempty"`
+	EngineMBPerSecond  float64 `json:"engineMBPerSecond,omitempty"`
+	EngineFast         float64 `json:"noDataLossOffRecordsPerSecond,omitempty"`
+	EngineCEL          float64 `json:"celFilterRecordsPerSecond,omitempty"`
+	EngineToLimit      float64 `json:"engineToLimit,omitempty"`
+	FastToEngine       float64 `json:"noDataLossOffToEngine,omitempty"`
+	CELToEngine        float64 `json:"celFilterToEngine,omitempty"`
+	ProduceFastLimit   float64 `json:"produceLimitNoDataLossOffRecordsPerSecond"`
+	RawFastToRaw       float64 `json:"rawNoDataLossOffToRaw"`
+	ProduceCPU         float64 `json:"produceLimitCPUSecondsPerMillionRecords"`
+	ConsumeCPU         float64 `json:"consumeLimitCPUSecondsPerMillionRecords"`
+	CPUPerMillion      float64 `json:"cpuSecondsPerMillionRecords,omitempty"`
+	EngineCPUToClients float64 `json:"engineCPUToClients,omitempty"`
+	FastCPUToEngine    float64 `json:"noDataLossOffCPUToEngine,omitempty"`
+	CELCPUToEngine     float64 `json:"celFilterCPUToEngine,omitempty"`
+	MaxRSS             int64   `json:"maxRSSBytes,omitempty"`
+	BigCPUPerMillion   float64 `json:"bigCPUSecondsPerMillionRecords,omitempty"`
+	BigMaxRSS          int64   `json:"bigMaxRSSBytes,omitempty"`
 	// BigRSSGrowth is the big run's peak RSS / the normal run's peak RSS - 1.
 	BigRSSGrowth float64 `json:"bigRSSGrowth,omitempty"`
 }
@@ -229,6 +261,8 @@ func (r *report) finish() {
 	s.ProduceLimit = medianOf(r.Rounds, func(x round) float64 { return x.ProduceLimit.Rate.RecordsPerSecond() })
 	s.ConsumeLimit = medianOf(r.Rounds, func(x round) float64 { return x.ConsumeLimit.Rate.RecordsPerSecond() })
 	s.Limit = medianOf(r.Rounds, func(x round) float64 { return x.Limit })
+	s.ProduceFastLimit = medianOf(r.Rounds, func(x round) float64 { return x.ProduceFastLimit.Rate.RecordsPerSecond() })
+	s.RawFastToRaw = medianOf(r.Rounds, func(x round) float64 { return x.RawFastToRaw })
 	s.ProduceCPU = medianOf(r.Rounds, func(x round) float64 { return x.ProduceLimit.CPUPerMillion })
 	s.ConsumeCPU = medianOf(r.Rounds, func(x round) float64 { return x.ConsumeLimit.CPUPerMillion })
 	s.LimitMBPerSecond = medianOf(r.Rounds, func(x round) float64 {
@@ -245,15 +279,18 @@ func (r *report) finish() {
 	s.FastToEngine = medianOf(r.Rounds, func(x round) float64 { return x.FastToEngine })
 	s.CELToEngine = medianOf(r.Rounds, func(x round) float64 { return x.CELToEngine })
 	s.CPUPerMillion = medianOf(r.Rounds, func(x round) float64 { return x.Engine.CPUPerMillion })
+	s.EngineCPUToClients = medianOf(r.Rounds, func(x round) float64 { return x.EngineCPUToClients })
+	s.FastCPUToEngine = medianOf(r.Rounds, func(x round) float64 { return x.FastCPUToEngine })
+	s.CELCPUToEngine = medianOf(r.Rounds, func(x round) float64 { return x.CELCPUToEngine })
 	s.MaxRSS = int64(medianOf(r.Rounds, func(x round) float64 { return float64(x.Engine.MaxRSS) }))
 
 	r.Targets = append(r.Targets,
 		target{"Throughput with no-data-loss", ">= 0.80 x the broker-bound limit",
 			fmt.Sprintf("%.2f x", s.EngineToLimit), s.EngineToLimit >= 0.8},
 		target{"Cost of a CEL filter", "<= 15% of throughput",
-			fmt.Sprintf("%.0f%%", (1-s.CELToEngine)*100), 1-s.CELToEngine <= 0.15},
+			fmt.Sprintf("%.0f%% (CPU per record %+.0f%%)", (1-s.CELToEngine)*100, (s.CELCPUToEngine-1)*100), 1-s.CELToEngine <= 0.15},
 		target{"noDataLoss: false", "faster than no-data-loss",
-			fmt.Sprintf("%.2f x", s.FastToEngine), s.FastToEngine > 1},
+			fmt.Sprintf("%.2f x (CPU per record %+.0f%%)", s.FastToEngine, (s.FastCPUToEngine-1)*100), s.FastToEngine > 1},
 	)
 	if r.Big != nil {
 		s.BigCPUPerMillion = r.Big.CPUPerMillion
@@ -324,6 +361,7 @@ func (r *report) tableRows() [][]string {
 	rows := [][]string{{"measurement", "records/s", "MB/s", "ratio", "CPU s / M records", "peak RSS"}}
 	rows = append(rows,
 		[]string{"raw produce into the target (engine's producer settings)", fmtNum(s.ProduceLimit), "", "", fmt.Sprintf("%.2f", s.ProduceCPU), ""},
+		[]string{"raw produce, noDataLoss: false settings", fmtNum(s.ProduceFastLimit), "", fmt.Sprintf("%.2f x raw produce", s.RawFastToRaw), "", ""},
 		[]string{"raw consume from the source (engine's consumer settings)", fmtNum(s.ConsumeLimit), "", "", fmt.Sprintf("%.2f", s.ConsumeCPU), ""},
 		[]string{"broker-bound limit (slower of the two)", fmtNum(s.Limit), fmt.Sprintf("%.1f", s.LimitMBPerSecond), "1.00 x limit", "", ""},
 	)
@@ -331,8 +369,11 @@ func (r *report) tableRows() [][]string {
 		rows = append(rows,
 			[]string{"engine, no-data-loss, partitions preserved", fmtNum(s.Engine), fmt.Sprintf("%.1f", s.EngineMBPerSecond),
 				fmt.Sprintf("%.2f x limit", s.EngineToLimit), fmt.Sprintf("%.2f", s.CPUPerMillion), fmtBytes(s.MaxRSS)},
-			[]string{"engine, noDataLoss: false", fmtNum(s.EngineFast), "", fmt.Sprintf("%.2f x engine", s.FastToEngine), "", ""},
-			[]string{"engine, CEL filter", fmtNum(s.EngineCEL), "", fmt.Sprintf("%.2f x engine", s.CELToEngine), "", ""},
+			[]string{"engine CPU per record vs raw produce + raw consume", "", "", fmt.Sprintf("%.2f x", s.EngineCPUToClients), "", ""},
+			[]string{"engine, noDataLoss: false", fmtNum(s.EngineFast), "", fmt.Sprintf("%.2f x engine", s.FastToEngine),
+				fmt.Sprintf("%.2f x engine", s.FastCPUToEngine), ""},
+			[]string{"engine, CEL filter", fmtNum(s.EngineCEL), "", fmt.Sprintf("%.2f x engine", s.CELToEngine),
+				fmt.Sprintf("%.2f x engine", s.CELCPUToEngine), ""},
 		)
 	}
 	if r.Big != nil {
@@ -394,12 +435,13 @@ func (r *report) markdown(w io.Writer) {
 	}
 	if len(r.Rounds) > 0 {
 		fmt.Fprintf(w, "\n## Rounds\n\nEach round runs every throughput measurement once, starting one step later than the round before; the summary takes medians.\n\n")
-		t := [][]string{{"round", "produce limit", "consume limit", "engine", "noDataLoss: false", "CEL filter", "engine / limit"}}
+		t := [][]string{{"round", "produce limit", "produce limit, noDataLoss: false", "consume limit", "engine", "engine, noDataLoss: false", "engine, CEL filter", "engine / limit"}}
 		for _, x := range r.Rounds {
-			row := []string{fmt.Sprint(x.Round), fmtNum(x.ProduceLimit.Rate.RecordsPerSecond()), fmtNum(x.ConsumeLimit.Rate.RecordsPerSecond()), "", "", "", ""}
+			row := []string{fmt.Sprint(x.Round), fmtNum(x.ProduceLimit.Rate.RecordsPerSecond()), fmtNum(x.ProduceFastLimit.Rate.RecordsPerSecond()),
+				fmtNum(x.ConsumeLimit.Rate.RecordsPerSecond()), "", "", "", ""}
 			if x.Engine != nil {
-				row[3], row[4], row[5] = fmtNum(x.Engine.Rate.RecordsPerSecond()), fmtNum(x.EngineFast.Rate.RecordsPerSecond()), fmtNum(x.EngineCEL.Rate.RecordsPerSecond())
-				row[6] = fmt.Sprintf("%.2f", x.EngineToLimit)
+				row[4], row[5], row[6] = fmtNum(x.Engine.Rate.RecordsPerSecond()), fmtNum(x.EngineFast.Rate.RecordsPerSecond()), fmtNum(x.EngineCEL.Rate.RecordsPerSecond())
+				row[7] = fmt.Sprintf("%.2f", x.EngineToLimit)
 			}
 			t = append(t, row)
 		}
@@ -415,8 +457,8 @@ func (r *report) markdown(w io.Writer) {
 		writeMarkdownTable(w, t)
 	}
 	if p := r.Profile; p != nil {
-		fmt.Fprintf(w, "\n## Profile\n\nCPU, allocation and half-way in-use heap profiles of one engine run (no-data-loss, %s records): `%s`, `%s`, `%s` (not committed; `make bench PROFILE=1` writes them).\n\n",
-			fmtCount(p.Records), p.CPUProfile, p.AllocProfile, p.HeapProfile)
+		fmt.Fprintf(w, "\n## Profile\n\nCPU, allocation, half-way in-use heap and mutex profiles of one engine run (no-data-loss, %s records): `%s`, `%s`, `%s`, `%s` (not committed; `make bench PROFILE=1` writes them).\n\n",
+			fmtCount(p.Records), p.CPUProfile, p.AllocProfile, p.HeapProfile, p.MutexProfile)
 		if p.CPUTop != "" {
 			fmt.Fprintf(w, "Top of the CPU profile:\n\n```\n%s\n```\n\n", p.CPUTop)
 		}
@@ -424,7 +466,10 @@ func (r *report) markdown(w io.Writer) {
 			fmt.Fprintf(w, "Top of the allocation profile (alloc_space):\n\n```\n%s\n```\n\n", p.AllocTop)
 		}
 		if p.HeapTop != "" {
-			fmt.Fprintf(w, "Top of the in-use heap half-way (inuse_space):\n\n```\n%s\n```\n", p.HeapTop)
+			fmt.Fprintf(w, "Top of the in-use heap half-way (inuse_space):\n\n```\n%s\n```\n\n", p.HeapTop)
+		}
+		if p.MutexTop != "" {
+			fmt.Fprintf(w, "Top of the mutex contention profile (delay):\n\n```\n%s\n```\n", p.MutexTop)
 		}
 	}
 }

@@ -198,7 +198,8 @@ func (b *bench) throughputRounds(ctx context.Context, rep *report) error {
 		run  func(r *round) error
 	}
 	steps := []step{
-		{"produce limit", func(r *round) (err error) { r.ProduceLimit, err = b.produceLimit(ctx, n); return err }},
+		{"produce limit", func(r *round) (err error) { r.ProduceLimit, err = b.produceLimit(ctx, n, true); return err }},
+		{"produce limit, noDataLoss: false", func(r *round) (err error) { r.ProduceFastLimit, err = b.produceLimit(ctx, n, false); return err }},
 		{"consume limit", func(r *round) (err error) { r.ConsumeLimit, err = b.consumeLimit(ctx, n); return err }},
 	}
 	if !b.o.skipEngine {
@@ -235,12 +236,13 @@ func (b *bench) throughputRounds(ctx context.Context, rep *report) error {
 	return nil
 }
 
-// produceLimit measures the raw produce rate into a fresh target, in a child process.
-func (b *bench) produceLimit(ctx context.Context, n int) (limitResult, error) {
+// produceLimit measures the raw produce rate into a fresh target, in a child process,
+// with the producer settings of the no-data-loss policy or of `noDataLoss: false`.
+func (b *bench) produceLimit(ctx context.Context, n int, noDataLoss bool) (limitResult, error) {
 	var res limitResult
 	err := b.withTarget(ctx, "produce-limit", 0, dataTopic, func(target []string) error {
 		var err error
-		res, err = b.limit(ctx, "produce", target, n)
+		res, err = b.limit(ctx, "produce", target, n, noDataLoss)
 		return err
 	})
 	return res, err
@@ -249,16 +251,17 @@ func (b *bench) produceLimit(ctx context.Context, n int) (limitResult, error) {
 // consumeLimit measures the raw consume rate from the source, in a child process.
 func (b *bench) consumeLimit(ctx context.Context, n int) (limitResult, error) {
 	// The consume child never connects to the target; the address only makes a valid config.
-	return b.limit(ctx, "consume", []string{"127.0.0.1:9"}, n)
+	return b.limit(ctx, "consume", []string{"127.0.0.1:9"}, n, true)
 }
 
-func (b *bench) limit(ctx context.Context, mode string, target []string, n int) (limitResult, error) {
+func (b *bench) limit(ctx context.Context, mode string, target []string, n int, noDataLoss bool) (limitResult, error) {
 	b.seq++
 	cfg := &config.Config{
 		Source:        config.Cluster{BootstrapServers: b.srcBrokers},
 		Target:        config.Cluster{BootstrapServers: target},
 		ConsumerGroup: "bench-limit",
 		Topics:        config.Topics{Include: []string{regexp.QuoteMeta(dataTopic)}},
+		NoDataLoss:    config.BoolPtr(noDataLoss),
 	}
 	cfg.Default()
 	r, u, err := b.limitChild(ctx, mode, cfg, n)
@@ -266,7 +269,8 @@ func (b *bench) limit(ctx context.Context, mode string, target []string, n int) 
 		return limitResult{}, err
 	}
 	res := limitResult{Rate: r, CPUPerMillion: u.CPU.Seconds() / float64(n) * 1e6, MaxRSS: u.MaxRSS}
-	b.logf("  %s limit: %s, %.2f CPU s per million records, peak RSS %s", mode, fmtRate(r), res.CPUPerMillion, fmtBytes(u.MaxRSS))
+	b.logf("  %s limit%s: %s, %.2f CPU s per million records, peak RSS %s", mode, map[bool]string{false: " (noDataLoss: false)"}[noDataLoss],
+		fmtRate(r), res.CPUPerMillion, fmtBytes(u.MaxRSS))
 	return res, nil
 }
 
