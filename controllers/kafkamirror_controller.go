@@ -28,8 +28,12 @@ type KafkaMirrorReconciler struct {
 	Image string
 }
 
+// Least privilege: server-side apply needs create and patch (no update); the status is
+// only patched; finalizers/update lets owner references block owner deletion; Secrets
+// are read, never written. TestLeaderElection runs the manager with exactly these rules.
+//
 // +kubebuilder:rbac:groups=kafkamirror.io,resources=kafkamirrors,verbs=get;list;watch
-// +kubebuilder:rbac:groups=kafkamirror.io,resources=kafkamirrors/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=kafkamirror.io,resources=kafkamirrors/status,verbs=get;patch
 // +kubebuilder:rbac:groups=kafkamirror.io,resources=kafkamirrors/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;patch

@@ -57,7 +57,6 @@
   verbs:
   - get
   - patch
-  - update
 - apiGroups:
   - policy
   resources:
