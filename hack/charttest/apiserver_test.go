@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -35,7 +36,7 @@ var allVerbs = []string{"get", "list", "watch", "create", "update", "patch", "de
 // SubjectAccessReviews that its ServiceAccount may do everything the controller declares in
 // config/rbac/role.yaml, and nothing more.
 func TestInstallOnAPIServer(t *testing.T) {
-	c := startAPIServer(t)
+	cfg, c := startAPIServer(t)
 	ctx := t.Context()
 
 	t.Run("chart with default values, server-side dry-run", func(t *testing.T) {
@@ -100,6 +101,10 @@ func TestInstallOnAPIServer(t *testing.T) {
 		}
 		checkLeaderElection(ctx, t, c, sa, releaseNamespace)
 	})
+	t.Run("the operator runs as the chart's ServiceAccount, cluster-wide", func(t *testing.T) {
+		createNamespaces(t, c, "team-b")
+		runControllerAs(t, cfg, c, serviceAccountUser(releaseNamespace, fullname), nil, "team-b")
+	})
 	t.Run("namespaced chart RBAC grants the rules in the watched namespaces only", func(t *testing.T) {
 		createNamespaces(t, c, "ops-ns", "team-c", "team-d")
 		// A second release in one cluster: the CRD and the aggregated roles belong to the first.
@@ -118,10 +123,13 @@ func TestInstallOnAPIServer(t *testing.T) {
 		}
 		checkLeaderElection(ctx, t, c, sa, "ops-ns")
 	})
+	t.Run("the operator runs as the namespaced chart's ServiceAccount", func(t *testing.T) {
+		runControllerAs(t, cfg, c, serviceAccountUser("ops-ns", "team-cd-kafka-mirror-operator"), []string{"team-c", "team-d"}, "team-d")
+	})
 }
 
 // startAPIServer starts kube-apiserver and etcd from $KUBEBUILDER_ASSETS.
-func startAPIServer(t *testing.T) client.Client {
+func startAPIServer(t *testing.T) (*rest.Config, client.Client) {
 	t.Helper()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
@@ -141,7 +149,7 @@ func startAPIServer(t *testing.T) client.Client {
 	if err != nil {
 		t.Fatalf("while creating a client: %v", err)
 	}
-	return c
+	return cfg, c
 }
 
 func createNamespaces(t *testing.T, c client.Client, names ...string) {
