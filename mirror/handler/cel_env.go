@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -98,17 +99,32 @@ var celCostTrackers = []interpreter.CostTrackerOption{
 
 // parseJSON turns a JSON document into CEL values: objects become map(string, dyn),
 // arrays lists, integral numbers int (exact up to 64 bits), other numbers double.
+// Well-formed documents take the fast path; the rest get encoding/json's verdict and
+// error message.
 func parseJSON(b []byte) ref.Val {
+	v, ok := fastJSON(b)
+	if !ok {
+		var err error
+		if v, err = slowJSON(b); err != nil {
+			return types.NewErr("json: %v", err)
+		}
+	}
+	return types.DefaultTypeAdapter.NativeToValue(v)
+}
+
+// slowJSON parses with encoding/json, keeping integers exact, and rejects anything but
+// white space after the document.
+func slowJSON(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return types.NewErr("json: %v", err)
+		return nil, err
 	}
-	if dec.More() {
-		return types.NewErr("json: more than one JSON value")
+	if rest := bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return nil, errors.New("unexpected data after the JSON value")
 	}
-	return types.DefaultTypeAdapter.NativeToValue(numbersToCEL(v))
+	return numbersToCEL(v), nil
 }
 
 // numbersToCEL rewrites json.Number in place, so that 42 is an int and 4.2 a double.

@@ -325,10 +325,10 @@ func TestCELRuntimeErrors(t *testing.T) {
 			record: func(r *Record) { r.Value = []byte("hello") },
 			want:   "while running handlers[0] on orders/3@42: handlers[0].cel.filter: json: invalid character 'h' looking for beginning of value",
 		},
-		"two JSON documents": {
+		"data after the JSON document": {
 			spec:   config.CELHandler{Filter: "json(record.value) == 1"},
-			record: func(r *Record) { r.Value = []byte("1 2") },
-			want:   "while running handlers[0] on orders/3@42: handlers[0].cel.filter: json: more than one JSON value",
+			record: func(r *Record) { r.Value = []byte("1 }") },
+			want:   "while running handlers[0] on orders/3@42: handlers[0].cel.filter: json: unexpected data after the JSON value",
 		},
 		"missing JSON field": {
 			spec: config.CELHandler{Filter: "json(record.value).coupon == 'x'"},
