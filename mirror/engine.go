@@ -230,14 +230,16 @@ var errAborted = errors.New("the engine was aborted")
 // for crash-recovery tests only; Run then returns nil. Production code stops the engine
 // by cancelling Run's context.
 func (e *Engine) Abort() {
+	if !e.aborted.CompareAndSwap(false, true) {
+		return
+	}
+	close(e.abortCh)
+	e.fail(errAborted)
 	e.abortMu.Lock()
-	defer e.abortMu.Unlock()
-	if e.aborted.CompareAndSwap(false, true) {
-		close(e.abortCh)
-		e.fail(errAborted)
-		if e.cancel != nil {
-			e.cancel()
-		}
+	cancel := e.cancel
+	e.abortMu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
 }
 

@@ -19,7 +19,7 @@ func TestMirrorEndToEnd(t *testing.T) {
 	w.produce(t, c.source, perPartition/2)
 
 	got := readTarget(t, c.target, testTopic, w.total(), time.Second, 45*time.Second)
-	res := audit(t, w, got, true)
+	res := audit(t, w, got, true, true)
 	if res.records != 100_000 || res.missing != 0 || res.duplicates != 0 {
 		t.Fatalf("target holds %d records, %d missing, %d duplicates; want 100000, 0, 0", res.records, res.missing, res.duplicates)
 	}
