@@ -168,14 +168,16 @@ func (r *Reader) Poll(ctx context.Context) error {
 	return r.fetch(ctx, todo, ends)
 }
 
-// fetch consumes the partitions in todo until each reached its end offset. A partition
-// whose tail cannot be read (transaction markers, or aborted records when reading
-// committed) is done once two fetch waits in a row return nothing.
+// fetch consumes the partitions in todo until each reached its end offset. Control
+// records (transaction markers) are read too, though not kept, so that a partition whose
+// last offsets are markers, or aborted records followed by their marker, still reaches
+// its end.
 func (r *Reader) fetch(ctx context.Context, todo map[string]map[int32]kgo.Offset, ends map[string]map[int32]int64) error {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(r.brokers...),
 		kgo.ConsumePartitions(todo),
 		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.KeepControlRecords(),
 	}
 	if r.ReadCommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
@@ -189,53 +191,39 @@ func (r *Reader) fetch(ctx context.Context, todo map[string]map[int32]kgo.Offset
 	for _, ps := range todo {
 		remaining += len(ps)
 	}
-	idle := 0
-	for remaining > 0 && idle < 2 {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
+	for remaining > 0 {
+		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("while reading the target (%d partitions not read to the end): %w", remaining, err)
 		}
 		var ferr error
 		fs.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+			if !errors.Is(err, context.Canceled) && ferr == nil {
 				ferr = fmt.Errorf("while reading %s/%d from the target: %w", t, p, err)
 			}
 		})
 		if ferr != nil {
 			return ferr
 		}
-		if fs.NumRecords() == 0 {
-			idle++
-			continue
-		}
-		idle = 0
 		fs.EachRecord(func(rec *kgo.Record) {
 			end := ends[rec.Topic][rec.Partition]
 			if rec.Offset >= end || rec.Offset < r.next[rec.Topic][rec.Partition] {
 				return
 			}
-			r.m.Records = append(r.m.Records, MirroredRecord{
-				Topic:     rec.Topic,
-				Partition: rec.Partition,
-				Offset:    rec.Offset,
-				ID:        headerValue(rec, HeaderID),
-				Digest:    Digest(rec),
-			})
+			if !rec.Attrs.IsControl() {
+				r.m.Records = append(r.m.Records, MirroredRecord{
+					Topic:     rec.Topic,
+					Partition: rec.Partition,
+					Offset:    rec.Offset,
+					ID:        headerValue(rec, HeaderID),
+					Digest:    Digest(rec),
+				})
+			}
 			r.next[rec.Topic][rec.Partition] = rec.Offset + 1
 			if rec.Offset+1 == end {
 				remaining--
 			}
 		})
-	}
-	if remaining > 0 {
-		// Nothing below these end offsets is readable: skip the unreadable tail.
-		for t, ps := range todo {
-			for p := range ps {
-				r.next[t][p] = max(r.next[t][p], ends[t][p])
-			}
-		}
 	}
 	return nil
 }
