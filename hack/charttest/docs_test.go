@@ -84,3 +84,51 @@ func TestMetricsDocMatchesEngine(t *testing.T) {
 		t.Error("docs/metrics.md and the chart's mirror ServiceMonitor disagree on the label carrying the KafkaMirror's name")
 	}
 }
+
+// TestSecurityDocMatchesRBAC keeps the RBAC table of docs/security.md equal to
+// config/rbac/role.yaml plus the leader-election Role: same resources, same verbs.
+func TestSecurityDocMatchesRBAC(t *testing.T) {
+	root := repoRoot(t)
+	doc := readFile(t, filepath.Join(root, "docs", "security.md"))
+	want := map[string][]string{}
+	for _, r := range declaredRules(t) {
+		want[r.group+"/"+r.resource] = append(want[r.group+"/"+r.resource], r.verbs...)
+	}
+	leader := readObject(t, filepath.Join(root, "config", "rbac", "leader_election_role.yaml"))
+	for key, verbs := range grantedVerbs(t, leader) {
+		if strings.HasSuffix(key, "/leases") {
+			want[key] = append(want[key], verbs...)
+		}
+	}
+
+	row := regexp.MustCompile("(?m)^\\| (core|`[a-z0-9.]+`) \\| ([^|]+) \\| ([a-z, ]+) \\|")
+	got := map[string][]string{}
+	for _, m := range row.FindAllStringSubmatch(doc, -1) {
+		group := strings.Trim(m[1], "`")
+		if group == "core" {
+			group = ""
+		}
+		resources := regexp.MustCompile("`([a-z/]+)`").FindAllStringSubmatch(m[2], -1)
+		for _, res := range resources {
+			for _, verb := range strings.Split(m[3], ",") {
+				got[group+"/"+res[1]] = append(got[group+"/"+res[1]], strings.TrimSpace(verb))
+			}
+		}
+	}
+	if len(got) == 0 {
+		t.Fatal("found no RBAC table rows in docs/security.md")
+	}
+	for key, verbs := range want {
+		slices.Sort(verbs)
+		g := got[key]
+		slices.Sort(g)
+		if !slices.Equal(slices.Compact(verbs), g) {
+			t.Errorf("docs/security.md lists %s with verbs %v; config/rbac grants %v", key, g, slices.Compact(verbs))
+		}
+	}
+	for key := range got {
+		if _, ok := want[key]; !ok {
+			t.Errorf("docs/security.md lists %s, which config/rbac does not grant", key)
+		}
+	}
+}
