@@ -27,7 +27,7 @@ const interruptCheckFrequency = 100
 type celHandler struct {
 	path      string
 	filter    *celProgram
-	transform []*celProgram // in the order key, value, headers, topic, partition; nil entries are absent
+	transform []*celProgram // the transforms present, in the order key, value, headers, topic, partition
 	// needsDeadline is true when some expression has a comprehension: only loops can
 	// run long enough for a deadline to matter, and only they check it.
 	needsDeadline bool
