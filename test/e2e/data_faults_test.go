@@ -63,11 +63,7 @@ func TestRecordTooLarge(t *testing.T) {
 		topics: stdTopics(), group: "kafka-mirror.e2e.toolarge", start: time.Now(),
 	}
 	engineBinary(t)
-	t.Cleanup(func() {
-		if t.Failed() {
-			s.dumpLogs()
-		}
-	})
+	s.keepLogs()
 	s.src.createTopics(t, s.topics, nil)
 	s.dst.createTopics(t, s.topics, map[string]string{"max.message.bytes": strconv.Itoa(targetMax)})
 	e := s.startEngine("engine", s.config(nil))

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -60,12 +61,32 @@ func newScenario(t *testing.T, topics map[string]int32) *scenario {
 	}
 	s.src.createTopics(t, topics, nil)
 	s.dst.createTopics(t, topics, nil)
-	t.Cleanup(func() {
-		if t.Failed() {
+	s.keepLogs()
+	return s
+}
+
+// keepLogs prints the engine logs' tails if the test fails, and copies the logs to
+// $E2E_LOG_DIR/<test> when that is set.
+func (s *scenario) keepLogs() {
+	s.t.Cleanup(func() {
+		if s.t.Failed() {
 			s.dumpLogs()
 		}
+		dir := os.Getenv("E2E_LOG_DIR")
+		if dir == "" {
+			return
+		}
+		dst := filepath.Join(dir, strings.ReplaceAll(s.t.Name(), "/", "_"))
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return
+		}
+		entries, _ := os.ReadDir(s.dir)
+		for _, en := range entries {
+			if data, err := os.ReadFile(filepath.Join(s.dir, en.Name())); err == nil {
+				_ = os.WriteFile(filepath.Join(dst, en.Name()), data, 0o644)
+			}
+		}
 	})
-	return s
 }
 
 // dumpLogs prints the tail of every engine log of a failed test.

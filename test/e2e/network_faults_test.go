@@ -79,11 +79,7 @@ func TestPartitionExpansionAndNewTopic(t *testing.T) {
 		start:  time.Now(),
 	}
 	engineBinary(t)
-	t.Cleanup(func() {
-		if t.Failed() {
-			s.dumpLogs()
-		}
-	})
+	s.keepLogs()
 	s.src.createTopics(t, s.topics, nil)
 	cfg := s.config(func(c *config.Config) {
 		c.SyncTopics = config.BoolPtr(true)
