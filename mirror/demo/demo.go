@@ -683,6 +683,7 @@ func (d *demo) keepRunning(ctx context.Context) {
 	fmt.Fprintf(d.opts.Out, "\nThe clusters keep running until Ctrl-C:\n  source: %s\n  target: %s\n  for example: kcat -b %s -C -t %s -o beginning -e\n",
 		strings.Join(d.srcBrokers, ","), strings.Join(d.dstBrokers, ","), d.dstBrokers[0], topicEU)
 	<-ctx.Done()
+	fmt.Fprintln(d.opts.Out, "Shutting the clusters down.")
 }
 
 // explain adds the tail of the engine's log to an error, where the cause usually is.
