@@ -29,6 +29,7 @@ type options struct {
 	out            string
 	engineBin      string
 	profile        bool
+	profileFilter  bool
 	quick          bool
 	skipEngine     bool
 	keepLogs       bool
@@ -51,7 +52,8 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.streams, "streams", 0, "the engine's streams (0: the config default)")
 	fs.StringVar(&o.out, "out", "", "directory for results.json and results.md (default docs/benchmarks, or a temporary directory with --quick)")
 	fs.StringVar(&o.engineBin, "engine-bin", "", "a built kafka-mirror binary to run (default: build one from this checkout)")
-	fs.BoolVar(&o.profile, "profile", false, "also run the engine once with CPU and allocation profiling, into docs/benchmarks/*.prof")
+	fs.BoolVar(&o.profile, "profile", false, "also run the engine once with CPU, allocation, heap and mutex profiling, into docs/benchmarks/engine-*.prof")
+	fs.BoolVar(&o.profileFilter, "profile-filter", false, "profile the engine with the CEL filter rather than without handlers")
 	fs.BoolVar(&o.quick, "quick", false, "a small run of about a minute, for trying the benchmark out: 100k records, one round, short latency and throttle runs")
 	fs.BoolVar(&o.skipEngine, "skip-engine", false, "measure only the broker-bound limit")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the engine configs and logs (they are kept anyway when a run fails)")

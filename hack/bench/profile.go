@@ -27,6 +27,7 @@ const profiledEngineCommand = "profiled-engine"
 // profileResult names the profiles of the profiled run and their tops.
 type profileResult struct {
 	Records      int    `json:"records"`
+	Filter       string `json:"filter,omitempty"`
 	CPUProfile   string `json:"cpuProfile"`
 	AllocProfile string `json:"allocProfile"`
 	HeapProfile  string `json:"heapProfile"`
@@ -155,6 +156,10 @@ func (b *bench) profiledRun(ctx context.Context) (profileResult, error) {
 	bin := []string{self, profiledEngineCommand, "--cpu", res.CPUProfile, "--allocs", res.AllocProfile,
 		"--heap", res.HeapProfile, "--mutex", res.MutexProfile}
 	spec := engineSpec{name: "profiled", noDataLoss: true, streams: b.o.streams, partial: b.o.bigRecords > b.o.records}
+	if b.o.profileFilter {
+		spec.filter = celFilter
+		res.Filter = celFilter
+	}
 	if _, err := b.engineRun(ctx, spec, bin, b.o.records, syscall.SIGUSR1); err != nil {
 		return res, err
 	}

@@ -184,6 +184,9 @@ type summary struct {
 	BigMaxRSS          int64   `json:"bigMaxRSSBytes,omitempty"`
 	// BigRSSGrowth is the big run's peak RSS / the normal run's peak RSS - 1.
 	BigRSSGrowth float64 `json:"bigRSSGrowth,omitempty"`
+	// BytesPerInFlightRecord is the slope of peak RSS over records in flight between
+	// the throttled runs: what one more record in flight costs in memory.
+	BytesPerInFlightRecord float64 `json:"bytesPerInFlightRecord,omitempty"`
 }
 
 // target is one of the issue's goals, read from the ratios.
@@ -303,6 +306,20 @@ func (r *report) finish() {
 			"within 10%", fmt.Sprintf("%+.1f%% (%s vs %s)", s.BigRSSGrowth*100, fmtBytes(s.BigMaxRSS), fmtBytes(s.MaxRSS)),
 			s.BigRSSGrowth <= 0.10,
 		})
+	}
+	if n := len(r.Throttled); n >= 2 {
+		lo, hi := r.Throttled[0], r.Throttled[0]
+		for _, t := range r.Throttled {
+			if t.MaxInFlight < lo.MaxInFlight {
+				lo = t
+			}
+			if t.MaxInFlight > hi.MaxInFlight {
+				hi = t
+			}
+		}
+		if hi.MaxInFlight > lo.MaxInFlight {
+			s.BytesPerInFlightRecord = float64(hi.MaxRSS-lo.MaxRSS) / float64(hi.MaxInFlight-lo.MaxInFlight)
+		}
 	}
 	for _, t := range r.Throttled {
 		r.Targets = append(r.Targets, target{
@@ -447,6 +464,10 @@ func (r *report) markdown(w io.Writer) {
 		}
 		writeMarkdownTable(w, t)
 	}
+	if s := r.Summary.BytesPerInFlightRecord; s > 0 {
+		fmt.Fprintf(w, "\nBetween the throttled runs, peak RSS grew by about %.0f bytes per record in flight (each record carries %d bytes of key and value).\n",
+			s, r.Settings.KeyBytes+r.Settings.ValueSize)
+	}
 	if l := r.Latency; l != nil {
 		fmt.Fprintf(w, "\n## Replication latency\n\n%d records at %d records/s over %d partitions, each stamped when sent to the source and timed when read back from the target.\n\n",
 			l.Records, l.Rate, s.Partitions)
@@ -457,8 +478,8 @@ func (r *report) markdown(w io.Writer) {
 		writeMarkdownTable(w, t)
 	}
 	if p := r.Profile; p != nil {
-		fmt.Fprintf(w, "\n## Profile\n\nCPU, allocation, half-way in-use heap and mutex profiles of one engine run (no-data-loss, %s records): `%s`, `%s`, `%s`, `%s` (not committed; `make bench PROFILE=1` writes them).\n\n",
-			fmtCount(p.Records), p.CPUProfile, p.AllocProfile, p.HeapProfile, p.MutexProfile)
+		fmt.Fprintf(w, "\n## Profile\n\nCPU, allocation, half-way in-use heap and mutex profiles of one engine run (no-data-loss, %s records%s): `%s`, `%s`, `%s`, `%s` (not committed; `make bench PROFILE=1` writes them).\n\n",
+			fmtCount(p.Records), map[bool]string{true: ", filter `" + p.Filter + "`"}[p.Filter != ""], p.CPUProfile, p.AllocProfile, p.HeapProfile, p.MutexProfile)
 		if p.CPUTop != "" {
 			fmt.Fprintf(w, "Top of the CPU profile:\n\n```\n%s\n```\n\n", p.CPUTop)
 		}
