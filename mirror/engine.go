@@ -50,6 +50,9 @@ type Engine struct {
 
 	outPool sync.Pool
 
+	httpAddrMu  sync.Mutex
+	httpAddress string
+
 	commits, rebalances, sendErrors atomic.Int64
 	// joined counts streams that started at least one group session.
 	joined     atomic.Int64

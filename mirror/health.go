@@ -37,6 +37,9 @@ func (e *Engine) startHTTP(ctx context.Context, g *errgroup.Group) error {
 		_, _ = fmt.Fprintln(w, "ok")
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	e.httpAddrMu.Lock()
+	e.httpAddress = ln.Addr().String()
+	e.httpAddrMu.Unlock()
 	e.log.Info("Serving metrics and health", "address", ln.Addr().String())
 	g.Go(func() error {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -52,4 +55,12 @@ func (e *Engine) startHTTP(ctx context.Context, g *errgroup.Group) error {
 		return nil
 	})
 	return nil
+}
+
+// httpAddr returns the address the HTTP endpoint listens on ("" when off or not yet
+// started), so that tests can use port 0.
+func (e *Engine) httpAddr() string {
+	e.httpAddrMu.Lock()
+	defer e.httpAddrMu.Unlock()
+	return e.httpAddress
 }

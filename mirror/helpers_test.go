@@ -402,4 +402,56 @@ func testLogger(t *testing.T) logr.Logger {
 	return testr.NewWithOptions(t, testr.Options{Verbosity: 0})
 }
 
-var _ = strconv.Itoa
+var sarameTopicDetail2 = sarama.TopicDetail{NumPartitions: 2, ReplicationFactor: 1}
+
+func sourceAdmin(t *testing.T, c *testClusters) sarama.ClusterAdmin {
+	t.Helper()
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V3_6_0_0
+	admin, err := sarama.NewClusterAdmin(c.source.ListenAddrs(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	return admin
+}
+
+// producePlain writes perPartition small records to every partition of topic.
+func producePlain(t *testing.T, cl *kfake.Cluster, topic string, partitions int32, perPartition int) {
+	t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var recs []*kgo.Record
+	for p := int32(0); p < partitions; p++ {
+		for i := 0; i < perPartition; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(strconv.Itoa(i))})
+		}
+	}
+	if err := client.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// produceWithSkip writes n records to partition 0 of testTopic; every 4th has a "skip"
+// header.
+func produceWithSkip(t *testing.T, cl *kfake.Cluster, n int) {
+	t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: testTopic, Value: []byte(strconv.Itoa(i))}
+		if i%4 == 0 {
+			recs[i].Headers = []kgo.RecordHeader{{Key: "skip", Value: []byte("1")}}
+		}
+	}
+	if err := client.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
