@@ -37,6 +37,11 @@ counts, and runs the mirror engine as a Deployment from a rendered mirror.yaml.
 
 The mirror pods use --engine-image, by default this binary's own image: one image
 holds operator and engine.`,
+		Example: `  # In the cluster, as the Helm chart and config/default run it
+  kafka-mirror manager --leader-elect --watch-namespace team-a,team-b
+
+  # From a workstation against the current kubeconfig context, for development
+  kafka-mirror manager --kubeconfig ~/.kube/config --metrics-bind-address 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
