@@ -465,7 +465,7 @@ func (r *report) markdown(w io.Writer) {
 		writeMarkdownTable(w, t)
 	}
 	if s := r.Summary.BytesPerInFlightRecord; s > 0 {
-		fmt.Fprintf(w, "\nBetween the throttled runs, peak RSS grew by about %.0f bytes per record in flight (each record carries %d bytes of key and value).\n",
+		fmt.Fprintf(w, "\n## Memory\n\nBetween the throttled runs, peak RSS grew by about %.0f bytes per record in flight (each record carries %d bytes of key and value).\n",
 			s, r.Settings.KeyBytes+r.Settings.ValueSize)
 	}
 	if l := r.Latency; l != nil {
