@@ -25,7 +25,7 @@ type testClusters struct {
 	source, target *kfake.Cluster
 }
 
-func newClusters(t *testing.T, sourcePartitions int32, targetOpts ...kfake.Opt) *testClusters {
+func newClusters(t testing.TB, sourcePartitions int32, targetOpts ...kfake.Opt) *testClusters {
 	t.Helper()
 	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(sourcePartitions, testTopic))
 	if err != nil {
@@ -42,7 +42,7 @@ func newClusters(t *testing.T, sourcePartitions int32, targetOpts ...kfake.Opt) 
 
 // testConfig is a defaulted, validated config mirroring testTopic, with short
 // intervals so a test takes seconds.
-func (c *testClusters) testConfig(t *testing.T, mutate ...func(*config.Config)) *config.Config {
+func (c *testClusters) testConfig(t testing.TB, mutate ...func(*config.Config)) *config.Config {
 	t.Helper()
 	cfg := &config.Config{
 		Source:               config.Cluster{BootstrapServers: c.source.ListenAddrs()},
@@ -163,7 +163,7 @@ func (w *workload) record(p int32, i int) *kgo.Record {
 }
 
 // produce writes perPartition more records to every partition and waits for the acks.
-func (w *workload) produce(t *testing.T, cl *kfake.Cluster, perPartition int) {
+func (w *workload) produce(t testing.TB, cl *kfake.Cluster, perPartition int) {
 	t.Helper()
 	if err := w.tryProduce(cl, perPartition); err != nil {
 		t.Fatal(err)
@@ -454,4 +454,8 @@ func produceWithSkip(t *testing.T, cl *kfake.Cluster, n int) {
 	if err := client.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func contextWithCancel() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
 }
