@@ -2,11 +2,15 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -377,4 +381,86 @@ func defaultValues() map[string]string {
 	// in, and the table then shows their only valid values.
 	walk(reflect.ValueOf(c), "")
 	return out
+}
+
+// TestREADMEGoExamplesBuild compiles every Go program in the README against this
+// module, so that an API change that breaks an example fails here.
+func TestREADMEGoExamplesBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the README's Go programs with the go command")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build the README's examples: %v", err)
+	}
+	repo, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(readREADME(t), -1)
+	if len(blocks) == 0 {
+		t.Fatal("the README has no Go example")
+	}
+	for i, b := range blocks {
+		if !strings.HasPrefix(b[1], "package main") {
+			continue
+		}
+		// The program is placed in the module through an overlay, so it builds against
+		// this checkout without writing into it.
+		dir := t.TempDir()
+		src := filepath.Join(dir, "main.go")
+		if err := os.WriteFile(src, []byte(b[1]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		pkg := fmt.Sprintf("zz_readme_example_%d", i)
+		overlay, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(repo, pkg, "main.go"): src}})
+		overlayPath := filepath.Join(dir, "overlay.json")
+		if err := os.WriteFile(overlayPath, overlay, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(goBin, "build", "-overlay", overlayPath, "-o", os.DevNull, "./"+pkg)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("the README's Go example #%d does not build: %v\n%s", i+1, err, out)
+		}
+	}
+}
+
+// TestREADMEYAMLExamplesValidate runs every YAML example of the README through
+// `kafka-mirror validate`: MirrorConfig files and KafkaMirror manifests as they are, and
+// a bare `handlers:` list inside a minimal MirrorConfig.
+func TestREADMEYAMLExamplesValidate(t *testing.T) {
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(readREADME(t), -1)
+	checked := 0
+	for i, b := range blocks {
+		doc := b[1]
+		var flag string
+		switch {
+		case strings.Contains(doc, "kind: MirrorConfig"):
+			flag = "--config"
+		case strings.Contains(doc, "kind: KafkaMirror"):
+			flag = "-f"
+		case strings.HasPrefix(doc, "handlers:"):
+			flag = "--config"
+			doc = "apiVersion: kafkamirror.io/v1alpha1\nkind: MirrorConfig\nsource: {bootstrapServers: [\"a:9092\"]}\n" +
+				"target: {bootstrapServers: [\"b:9092\"]}\nconsumerGroup: g\ntopics: {include: [\"t\"]}\n" + doc
+		default:
+			continue
+		}
+		checked++
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("example-%d.yaml", i+1))
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		root := newRootCommand()
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs([]string{"validate", flag, path})
+		if err := root.Execute(); err != nil {
+			t.Errorf("the README's YAML example #%d does not validate: %v\n%s\n%s", i+1, err, out.String(), doc)
+		}
+	}
+	if checked < 3 {
+		t.Errorf("validated %d YAML examples; the README has a MirrorConfig, a KafkaMirror and a handler chain", checked)
+	}
 }
