@@ -137,8 +137,9 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 // topic selection. Every problem is returned, each naming its field path.
 func ValidateConfig(cfg *config.Config) error {
 	var errs []error
-	if err := cfg.Validate(); err != nil {
-		errs = append(errs, err)
+	fileErr := cfg.Validate()
+	if fileErr != nil {
+		errs = append(errs, fileErr)
 	}
 	if _, err := handler.NewChain(cfg.Handlers); err != nil {
 		errs = append(errs, err)
@@ -146,8 +147,12 @@ func ValidateConfig(cfg *config.Config) error {
 	if _, err := handler.NewListener(cfg.RebalanceListener); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := topics.NewSelector(cfg.Topics); err != nil {
-		errs = append(errs, err)
+	// Validate already compiles the topic expressions; the selector is checked only
+	// when it passed, so a bad expression is not reported twice.
+	if fileErr == nil {
+		if _, err := topics.NewSelector(cfg.Topics); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
