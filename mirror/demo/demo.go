@@ -341,7 +341,7 @@ func (d *demo) writeConfig(context.Context) error {
 }
 
 func (d *demo) startEngine(context.Context) error {
-	p, err := startEngine(d.opts.Engine, d.configPath, d.log)
+	p, err := startEngine(d.opts.Engine, d.configPath, &logTap{file: d.log, tell: func(l string) { d.view.event("%s", l) }})
 	if err != nil {
 		return err
 	}
