@@ -103,3 +103,56 @@ func TestProduceFailureStopsWithoutCommittingPastIt(t *testing.T) {
 	t.Logf("produce failure: stopped with %q; %d offsets committed before the stop; after restart %d records on the target for %d, 0 lost, %d duplicates, in %v",
 		err, committedTotal, res.records, w.total(), res.duplicates, time.Since(start).Round(time.Millisecond))
 }
+
+// TestTransientProduceErrorsAreRetried makes the target answer NOT_ENOUGH_REPLICAS (a
+// retriable error) to five produce requests in a row. The engine retries with backoff
+// and goes on: nothing lost, nothing duplicated, no send error.
+func TestTransientProduceErrorsAreRetried(t *testing.T) {
+	const partitions = 4
+	c := newClusters(t, partitions)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, 2000)
+
+	var armed atomic.Bool
+	var refused atomic.Int64
+	c.target.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.target.KeepControl()
+		if !armed.Load() {
+			return nil, nil, false
+		}
+		if refused.Add(1) >= 5 {
+			c.target.DropControl()
+		}
+		pr := req.(*kmsg.ProduceRequest)
+		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range pr.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.NotEnoughReplicas.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+
+	r := startEngine(t, c.testConfig(t), testLogger(t))
+	waitFor(t, 20*time.Second, "2000 records mirrored", func() bool { return r.e.Stats().Records >= 2000 })
+	armed.Store(true)
+	w.produce(t, c.source, 1000)
+	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 40*time.Second)
+	res := audit(t, w, got, true, true)
+	if res.missing != 0 || res.duplicates != 0 || refused.Load() < 5 {
+		t.Fatalf("after %d refused requests: %d missing, %d duplicates; want 5+, 0, 0", refused.Load(), res.missing, res.duplicates)
+	}
+	if s := r.e.Stats(); s.SendErrors != 0 || !s.Ready {
+		t.Fatalf("send errors %d, ready %v after transient errors; want 0, true", s.SendErrors, s.Ready)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d produce requests refused with NOT_ENOUGH_REPLICAS, retried: %d records, 0 lost, 0 duplicates", refused.Load(), res.records)
+}

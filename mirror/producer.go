@@ -103,6 +103,11 @@ func (e *Engine) acked(o *outMsg) {
 
 // sendFailed stops the engine: the record stays un-acked, so no commit passes it, and
 // the restarted engine sends it again.
+//
+// sarama's idempotent producer bumps its epoch after a refused batch and still sends
+// the batches already queued behind it, so later records of the same partition may
+// reach the target before the engine stops. Nothing is lost, but after the restart
+// those records are on the target twice, the first copies before the refused record.
 func (e *Engine) sendFailed(pe *sarama.ProducerError) {
 	e.sendErrors.Add(1)
 	e.metrics.sendErrors.Inc()
