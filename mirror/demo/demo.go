@@ -411,7 +411,6 @@ func (d *demo) script(ctx context.Context) error {
 	expandedAt := time.Now()
 	d.view.event("Expanded source topic %s from %d to %d partitions; the engine's topic sync should follow on the target.",
 		expandedTopic, initialPartitions[expandedTopic], expandedTo)
-	go d.reportWhenTargetFollows(ctx, expandedAt)
 
 	second := map[string]int32{}
 	for t, n := range initialPartitions {
@@ -425,11 +424,15 @@ func (d *demo) script(ctx context.Context) error {
 			Topics: second, Records: total - first, Rate: phaseRate, SkipFraction: 0.1, NullFraction: 0.02, Seed: 2, Run: "b",
 		}, nil)
 		phase2 <- p
-		return err
+		if err != nil {
+			return fmt.Errorf("while producing the workload: %w", err)
+		}
+		return nil
 	})
 	g.Go(func() error { return d.killAndRestart(gctx, int64(total)*55/100) })
+	g.Go(func() error { return d.waitUntilTargetFollows(gctx, expandedAt) })
 	if err := g.Wait(); err != nil {
-		return fmt.Errorf("while producing the workload: %w", err)
+		return err
 	}
 	produced.Merge(<-phase2)
 	if produced.Failed > 0 {
@@ -474,8 +477,10 @@ func (d *demo) killAndRestart(ctx context.Context, killAt int64) error {
 	return nil
 }
 
-func (d *demo) reportWhenTargetFollows(ctx context.Context, since time.Time) {
-	err := d.waitFor(ctx, "the target to follow the expansion", 2*time.Minute, func(s []topicState, _ engineMetrics) bool {
+// waitUntilTargetFollows waits for the engine's topic sync to expand the target topic
+// as the source grew; the script is not done before it has.
+func (d *demo) waitUntilTargetFollows(ctx context.Context, since time.Time) error {
+	err := d.waitFor(ctx, "the target to follow the source's partition expansion", time.Minute, func(s []topicState, _ engineMetrics) bool {
 		for _, t := range s {
 			if t.Source == expandedTopic {
 				return t.TargetPartitions == int(expandedTo)
@@ -483,9 +488,11 @@ func (d *demo) reportWhenTargetFollows(ctx context.Context, since time.Time) {
 		}
 		return false
 	})
-	if err == nil {
-		d.view.event("Target topic %s followed: %d partitions, %.1fs after the source grew.", expandedTopic, expandedTo, time.Since(since).Seconds())
+	if err != nil {
+		return err
 	}
+	d.view.event("Target topic %s followed: %d partitions, seen %.1fs after the source grew.", expandedTopic, expandedTo, time.Since(since).Seconds())
+	return nil
 }
 
 // watch refreshes the topic states and the engine's metrics every interval and draws a
