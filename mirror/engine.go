@@ -217,7 +217,16 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	producerOpen = false
 	e.producer.AsyncClose()
-	<-acksDone
+	// The streams have committed what was acked; records still in flight are not
+	// committed and will be mirrored again after a restart. A target that stopped
+	// answering must not hold the process past its grace period, so the wait for the
+	// producer is bounded like the drain.
+	select {
+	case <-acksDone:
+	case <-time.After(e.drainLimit):
+		e.log.Info("Stopped waiting for the target to ack the records in flight; they are not committed and will be mirrored again after a restart",
+			"waited", e.drainLimit)
+	}
 
 	select {
 	case <-e.failed:
