@@ -379,6 +379,25 @@ func TestScaleAndPause(t *testing.T) {
 		return nil
 	})
 
+	// A deleted budget comes back.
+	pdb := &policyv1.PodDisruptionBudget{}
+	if err := get(pdb, ns, "scaled-mirror"); err != nil {
+		t.Fatal(err)
+	}
+	uid := pdb.UID
+	if err := env.client.Delete(context.Background(), pdb); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, func() error {
+		if err := get(pdb, ns, "scaled-mirror"); err != nil {
+			return err
+		}
+		if pdb.UID == uid {
+			return fmt.Errorf("not deleted yet")
+		}
+		return nil
+	})
+
 	// Paused: scaled to 0, no budget, not Ready.
 	eventually(t, 10*time.Second, func() error {
 		if err := get(m, ns, name); err != nil {
