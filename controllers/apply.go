@@ -20,7 +20,9 @@ import (
 
 // applyChildren writes the ConfigMap, Deployment, metrics Service and (with more than
 // one replica) PodDisruptionBudget of m, and returns the Deployment as the API server
-// has it, status included.
+// has it, status included. files nil means the referenced Secrets could not be read:
+// the Deployment then keeps the config hash it has, so that a missing Secret or a
+// failed read does not roll pods that are running with what they mounted.
 func (r *KafkaMirrorReconciler) applyChildren(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config, files secretFiles) (*appsv1.Deployment, error) {
 	mirrorYAML, err := config.Marshal(cfg)
 	if err != nil {
@@ -29,7 +31,11 @@ func (r *KafkaMirrorReconciler) applyChildren(ctx context.Context, m *v1alpha1.K
 	if err := r.apply(ctx, mirrorConfigMap(m, mirrorYAML)); err != nil {
 		return nil, err
 	}
-	d := mirrorDeployment(m, r.Image, configHash(mirrorYAML, files))
+	hash := configHash(mirrorYAML, files)
+	if files == nil {
+		hash = r.currentConfigHash(ctx, m, hash)
+	}
+	d := mirrorDeployment(m, r.Image, hash)
 	if err := r.apply(ctx, d); err != nil {
 		return nil, err
 	}
@@ -40,6 +46,18 @@ func (r *KafkaMirrorReconciler) applyChildren(ctx context.Context, m *v1alpha1.K
 		return d, r.apply(ctx, podDisruptionBudget(m))
 	}
 	return d, r.deletePDB(ctx, m)
+}
+
+// currentConfigHash is the config hash on m's Deployment, or def when there is none.
+func (r *KafkaMirrorReconciler) currentConfigHash(ctx context.Context, m *v1alpha1.KafkaMirror, def string) string {
+	d := &appsv1.Deployment{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: deploymentName(m)}, d); err != nil {
+		return def
+	}
+	if h := d.Spec.Template.Annotations[ConfigHashAnnotation]; h != "" {
+		return h
+	}
+	return def
 }
 
 // configHash changes exactly when mirror.yaml or a referenced Secret key changes.

@@ -67,7 +67,7 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	files, err := readSecretFiles(ctx, r.APIReader, m)
 	if err != nil {
 		obs.secretErr = err
-		files = secretFiles{}
+		files = nil // the children keep their Secret hash: no roll on a read failure
 	} else {
 		obs.topics, obs.topicsRan = syncTopics(ctx, m, obs.config, files), true
 	}
@@ -84,7 +84,7 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{RequeueAfter: obs.config.TopicSyncInterval.Duration}, nil
 }
 
-// requeueBackoff bounds the retry delay of failed reconciles: an unreachable cluster is
+// minRetryDelay and maxRetryDelay bound the retry delay of failed reconciles: an unreachable cluster is
 // retried quickly at first, and at least every maxRetryDelay afterwards.
 const (
 	minRetryDelay = time.Second

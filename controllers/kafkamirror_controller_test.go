@@ -472,6 +472,20 @@ func TestSecretsAndCredentials(t *testing.T) {
 	}
 	waitCondition(t, ns, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonTopicsNotSynced)
 
+	// A deleted Secret is reported and does not roll the pods: they keep what they mounted.
+	if err := get(d, ns, "secure-mirror"); err != nil {
+		t.Fatal(err)
+	}
+	hash = d.Spec.Template.Annotations[ConfigHashAnnotation]
+	if err := env.client.Delete(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, ns, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound)
+	time.Sleep(testSyncInterval)
+	if err := get(d, ns, "secure-mirror"); err != nil || d.Spec.Template.Annotations[ConfigHashAnnotation] != hash {
+		t.Fatalf("the pods would roll while the Secret is missing (hash %s -> %s, err %v)", hash, d.Spec.Template.Annotations[ConfigHashAnnotation], err)
+	}
+
 	// A missing Secret is reported; creating it lets the mirror go on (Secret watch).
 	create(t, testMirror(ns, "later", `secret\..*`, func(m *v1alpha1.KafkaMirror) {
 		m.Spec.Source = v1alpha1.ClusterSpec{
