@@ -399,11 +399,17 @@ func (d *demo) script(ctx context.Context) error {
 	total := d.opts.Records
 	first := total * 3 / 10
 	phaseRate := d.opts.Rate
-	produced, err := audit.Produce(ctx, d.srcBrokers, audit.Workload{
-		Topics: initialPartitions, Records: first, Rate: phaseRate, SkipFraction: 0.1, NullFraction: 0.02, Seed: 1, Run: "a",
-	}, nil)
-	if err != nil {
-		return fmt.Errorf("while producing the workload: %w", err)
+	// The workload is written in two phases around the expansion: a phase writes to the
+	// partitions that exist when it starts.
+	produced := &audit.Produced{}
+	if first > 0 {
+		p, err := audit.Produce(ctx, d.srcBrokers, audit.Workload{
+			Topics: initialPartitions, Records: first, Rate: phaseRate, SkipFraction: 0.1, NullFraction: 0.02, Seed: 1, Run: "a",
+		}, nil)
+		if err != nil {
+			return fmt.Errorf("while producing the workload: %w", err)
+		}
+		produced.Merge(p)
 	}
 	if err := d.srcAdmin.CreatePartitions(expandedTopic, expandedTo, nil, false); err != nil {
 		return fmt.Errorf("while expanding source topic %q: %w", expandedTopic, err)
@@ -444,11 +450,16 @@ func (d *demo) script(ctx context.Context) error {
 	return nil
 }
 
-// killAndRestart waits until the source holds killAt records, kills the engine with
-// SIGKILL and restarts it.
+// killAndRestart waits until the source holds killAt records and the engine has
+// committed at least once, kills the engine with SIGKILL and restarts it. A kill before
+// the first commit would show a restart from the beginning, not from a commit point.
 func (d *demo) killAndRestart(ctx context.Context, killAt int64) error {
 	if err := d.waitFor(ctx, "the workload to reach the kill point", 2*time.Minute, func(s []topicState, _ engineMetrics) bool {
-		return sourceTotal(s) >= killAt
+		var committed int64
+		for _, t := range s {
+			committed += t.Committed
+		}
+		return sourceTotal(s) >= killAt && committed > 0
 	}); err != nil {
 		return err
 	}

@@ -79,6 +79,7 @@ func renderFields(fields string) string {
 		return ""
 	}
 	dec := json.NewDecoder(strings.NewReader(fields))
+	dec.UseNumber() // 9444538, not 9.444538e+06
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return fields
 	}

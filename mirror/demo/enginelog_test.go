@@ -23,6 +23,10 @@ func TestStoryLine(t *testing.T) {
 			line: "2026-12-02T13:59:10.592Z\tERROR\tmirror/engine.go:1\tSomething new broke\t{\"error\": \"boom\"}",
 			want: "engine: Something new broke (error=boom)", ok: true,
 		},
+		"large numbers stay whole": {
+			line: "t\tINFO\tmain/cmd_run.go:68\tStopped the mirror cleanly\t{\"records\": 90105, \"bytes\": 9444538}",
+			want: "engine: Stopped the mirror cleanly (records=90105 bytes=9444538)", ok: true,
+		},
 		"message without fields": {
 			line: "2026-12-02T13:59:10.592Z\tINFO\tmirror/engine.go:1\tStopped the mirror cleanly",
 			want: "engine: Stopped the mirror cleanly", ok: true,
