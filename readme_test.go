@@ -464,3 +464,22 @@ func TestREADMEYAMLExamplesValidate(t *testing.T) {
 		t.Errorf("validated %d YAML examples; the README has a MirrorConfig, a KafkaMirror and a handler chain", checked)
 	}
 }
+
+// TestREADMEListsMakeTargets checks that the README's Develop table lists every target
+// `make help` shows, so a new target is documented where newcomers look.
+func TestREADMEListsMakeTargets(t *testing.T) {
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatalf("reading the Makefile: %v", err)
+	}
+	readme := readREADME(t)
+	for _, m := range regexp.MustCompile(`(?m)^([a-zA-Z0-9_-]+):.*?## `).FindAllStringSubmatch(string(mk), -1) {
+		target := m[1]
+		if target == "help" {
+			continue
+		}
+		if !strings.Contains(readme, "| `make "+target+"` |") {
+			t.Errorf("`make help` lists %q, but the README's Develop table does not", target)
+		}
+	}
+}
