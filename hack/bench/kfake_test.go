@@ -54,21 +54,22 @@ func TestLimitsAgainstKfake(t *testing.T) {
 			cfg := &config.Config{Source: config.Cluster{BootstrapServers: src.ListenAddrs()}, Target: config.Cluster{BootstrapServers: dst.ListenAddrs()}}
 			cfg.Default()
 
-			wantBytes := int64(tc.records) * int64(g.recordBytes(0))
+			// Rates are timed from the first record to the last, so they count n-1 records.
+			wantRecords, wantBytes := tc.records-1, int64(tc.records-1)*int64(g.recordBytes(0))
 			got, err := consumeLimit(ctx, cfg, dataTopic, parts, tc.records)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Records != tc.records || got.Bytes != wantBytes || got.RecordsPerSecond() <= 0 {
-				t.Errorf("consume limit = %+v, want %d records and %d bytes", got, tc.records, wantBytes)
+			if got.Records != wantRecords || got.Bytes != wantBytes || got.RecordsPerSecond() <= 0 {
+				t.Errorf("consume limit = %+v, want %d records and %d bytes", got, wantRecords, wantBytes)
 			}
 
 			got, err = produceLimit(ctx, cfg, g, dataTopic, parts, tc.records)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Records != tc.records || got.Bytes != wantBytes {
-				t.Errorf("produce limit = %+v, want %d records and %d bytes", got, tc.records, wantBytes)
+			if got.Records != wantRecords || got.Bytes != wantBytes {
+				t.Errorf("produce limit = %+v, want %d records and %d bytes", got, wantRecords, wantBytes)
 			}
 			if got.Elapsed < tc.minElapsed {
 				t.Errorf("produce took %s, want at least %s at the throttle", got.Elapsed, tc.minElapsed)
@@ -89,4 +90,72 @@ func saramaTestConfig() *sarama.Config {
 	c := sarama.NewConfig()
 	c.Version = sarama.V3_6_0_0
 	return c
+}
+
+// TestPipeAgainstKfake checks that the raw pipe copies every record once, into the
+// source partition, with its headers.
+func TestPipeAgainstKfake(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const parts, records = 4, 3000
+	g := newRecordGen(100)
+	var addrs [][]string
+	for _, name := range []string{"test-source", "test-target"} {
+		c, err := startCluster(name, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		admin, err := sarama.NewClusterAdmin(c.ListenAddrs(), saramaTestConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.CreateTopic(dataTopic, &sarama.TopicDetail{NumPartitions: parts, ReplicationFactor: -1}, false); err != nil {
+			t.Fatal(err)
+		}
+		_ = admin.Close()
+		addrs = append(addrs, c.ListenAddrs())
+	}
+	if _, err := preload(ctx, addrs[0], g, dataTopic, parts, 0, records); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Source: config.Cluster{BootstrapServers: addrs[0]}, Target: config.Cluster{BootstrapServers: addrs[1]}}
+	cfg.Default()
+	got, err := pipeLimit(ctx, cfg, dataTopic, parts, records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Records != records-1 || got.Bytes != int64(records-1)*int64(g.recordBytes(0)) {
+		t.Errorf("pipe = %+v, want %d records", got, records-1)
+	}
+	counter, err := newTargetCounter(addrs[1], dataTopic, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer counter.close()
+	for p := int32(0); p < parts; p++ {
+		o, err := counter.client.GetOffset(dataTopic, p, sarama.OffsetNewest)
+		if err != nil || o != records/parts {
+			t.Errorf("target partition %d holds %d records (err %v), want %d", p, o, err, records/parts)
+		}
+	}
+	c, err := sarama.NewConsumer(addrs[1], saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pc, err := c.ConsumePartition(dataTopic, 1, sarama.OffsetOldest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	select {
+	case m := <-pc.Messages():
+		// Record 1 of the workload is the first in partition 1.
+		if string(m.Key) != string(g.key(1)) || len(m.Headers) != 2 || string(m.Headers[0].Key) != headerSeq || string(m.Headers[0].Value) != string(seqBytes(1)) {
+			t.Errorf("first record of partition 1 = key %q headers %d, want key %q with 2 headers, seq 1", m.Key, len(m.Headers), g.key(1))
+		}
+	case <-ctx.Done():
+		t.Fatal("no record read back from the target")
+	}
 }

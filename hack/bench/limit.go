@@ -46,9 +46,19 @@ func (r rate) MBPerSecond() float64 {
 	return float64(r.Bytes) / 1e6 / r.Elapsed.Seconds()
 }
 
+// steadyRate is the rate of n records timed from the first to the last: the window
+// holds n-1 of them, and their share of the bytes.
+func steadyRate(n int, bytes int64, d time.Duration) rate {
+	if n <= 1 {
+		return rate{Records: n, Bytes: bytes, Elapsed: d}
+	}
+	return rate{Records: n - 1, Bytes: bytes * int64(n-1) / int64(n), Elapsed: d}
+}
+
 // produceLimit writes n records into topic on cfg.Target with the producer settings the
 // engine uses for cfg (kafka.ProducerConfig: acks, idempotence, open requests, retries,
-// partitioner, buffer sizes), as fast as the target acks them. It measures the fastest
+// partitioner, buffer sizes), as fast as the target acks them, timed from the first ack
+// to the last. It measures the fastest
 // the engine could possibly write, with nothing of the engine on the path.
 func produceLimit(ctx context.Context, cfg *config.Config, g *recordGen, topic string, partitions int32, n int) (rate, error) {
 	sc, err := kafka.ProducerConfig(cfg)
@@ -61,6 +71,7 @@ func produceLimit(ctx context.Context, cfg *config.Config, g *recordGen, topic s
 	}
 	var (
 		acked    atomic.Int64
+		firstAck time.Time
 		firstErr error
 		errOnce  sync.Once
 		done     = make(chan struct{})
@@ -70,7 +81,10 @@ func produceLimit(ctx context.Context, cfg *config.Config, g *recordGen, topic s
 	go func() {
 		defer wg.Done()
 		for range p.Successes() {
-			if acked.Add(1) == int64(n) {
+			switch acked.Add(1) {
+			case 1:
+				firstAck = time.Now()
+			case int64(n):
 				close(done)
 			}
 		}
@@ -82,7 +96,6 @@ func produceLimit(ctx context.Context, cfg *config.Config, g *recordGen, topic s
 		}
 	}()
 	var bytes int64
-	start := time.Now()
 	for i := 0; i < n; i++ {
 		select {
 		case p.Input() <- g.saramaMessage(topic, partitions, i):
@@ -97,7 +110,7 @@ func produceLimit(ctx context.Context, cfg *config.Config, g *recordGen, topic s
 	case <-done:
 	case <-ctx.Done():
 	}
-	elapsed := time.Since(start)
+	end := time.Now()
 	p.AsyncClose()
 	wg.Wait()
 	if firstErr != nil {
@@ -106,7 +119,9 @@ func produceLimit(ctx context.Context, cfg *config.Config, g *recordGen, topic s
 	if err := ctx.Err(); err != nil {
 		return rate{}, err
 	}
-	return rate{Records: n, Bytes: bytes, Elapsed: elapsed}, nil
+	// Timed from the first ack to the last, as the engine and the pipe are; the records
+	// are counted the same way (the first one opens the window).
+	return steadyRate(n, bytes, end.Sub(firstAck)), nil
 }
 
 // consumeLimit reads n records from topic on cfg.Source with the consumer settings the
@@ -127,11 +142,11 @@ func consumeLimit(ctx context.Context, cfg *config.Config, topic string, partiti
 	defer cancel()
 	var (
 		read, bytes atomic.Int64
+		firstAt     atomic.Int64
 		done        = make(chan struct{})
 		doneOnce    sync.Once
 		wg          sync.WaitGroup
 	)
-	start := time.Now()
 	for p := int32(0); p < partitions; p++ {
 		pc, err := c.ConsumePartition(topic, p, sarama.OffsetOldest)
 		if err != nil {
@@ -145,7 +160,10 @@ func consumeLimit(ctx context.Context, cfg *config.Config, topic string, partiti
 				select {
 				case m := <-pc.Messages():
 					bytes.Add(int64(len(m.Key) + len(m.Value)))
-					if read.Add(1) == int64(n) {
+					switch read.Add(1) {
+					case 1:
+						firstAt.Store(time.Now().UnixNano())
+					case int64(n):
 						doneOnce.Do(func() { close(done) })
 					}
 				case <-ctx.Done():
@@ -158,13 +176,124 @@ func consumeLimit(ctx context.Context, cfg *config.Config, topic string, partiti
 	case <-done:
 	case <-ctx.Done():
 	}
-	elapsed := time.Since(start)
+	end := time.Now()
 	cancel()
 	wg.Wait()
 	if read.Load() < int64(n) {
 		return rate{}, fmt.Errorf("while consuming %s: read %d of %d records: %w", topic, read.Load(), n, ctx.Err())
 	}
-	return rate{Records: n, Bytes: bytes.Load(), Elapsed: elapsed}, nil
+	return steadyRate(n, bytes.Load(), end.Sub(time.Unix(0, firstAt.Load()))), nil
+}
+
+// pipeLimit copies n records from topic on cfg.Source to the same topic on cfg.Target
+// with the same clients and settings as the engine, and nothing else: every partition
+// read directly, every record handed to the producer as it arrives, no offset tracking,
+// no commits, no handler, no metrics. It is the fastest a mirror built on these two
+// clients can be on this machine, where, unlike the two limits above, it shares the
+// cores with both clusters as the engine does. It is timed from the first ack to the
+// last, as the engine is.
+func pipeLimit(ctx context.Context, cfg *config.Config, topic string, partitions int32, n int) (rate, error) {
+	cc, err := kafka.ConsumerConfig(cfg)
+	if err != nil {
+		return rate{}, fmt.Errorf("while configuring the pipe consumer: %w", err)
+	}
+	pc, err := kafka.ProducerConfig(cfg)
+	if err != nil {
+		return rate{}, fmt.Errorf("while configuring the pipe producer: %w", err)
+	}
+	c, err := sarama.NewConsumer(cfg.Source.BootstrapServers, cc)
+	if err != nil {
+		return rate{}, fmt.Errorf("while creating the pipe consumer: %w", err)
+	}
+	defer c.Close()
+	p, err := sarama.NewAsyncProducer(cfg.Target.BootstrapServers, pc)
+	if err != nil {
+		return rate{}, fmt.Errorf("while creating the pipe producer: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		acked    int
+		bytes    int64
+		first    time.Time
+		done     = make(chan struct{})
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for m := range p.Successes() {
+			if acked == 0 {
+				first = time.Now()
+			}
+			acked++
+			bytes += int64(m.Key.Length() + m.Value.Length())
+			if acked == n {
+				close(done)
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for e := range p.Errors() {
+			if firstErr == nil {
+				firstErr = e.Err
+				cancel()
+			}
+		}
+	}()
+	var readers sync.WaitGroup
+	for part := int32(0); part < partitions; part++ {
+		pcons, err := c.ConsumePartition(topic, part, sarama.OffsetOldest)
+		if err != nil {
+			cancel()
+			p.AsyncClose()
+			wg.Wait()
+			return rate{}, fmt.Errorf("while consuming %s/%d: %w", topic, part, err)
+		}
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			defer pcons.AsyncClose()
+			for {
+				select {
+				case m := <-pcons.Messages():
+					out := &sarama.ProducerMessage{
+						Topic: m.Topic, Partition: m.Partition, Timestamp: m.Timestamp,
+						Key: sarama.ByteEncoder(m.Key), Value: sarama.ByteEncoder(m.Value),
+						Headers: make([]sarama.RecordHeader, len(m.Headers)),
+					}
+					for i, h := range m.Headers {
+						out.Headers[i] = *h
+					}
+					select {
+					case p.Input() <- out:
+					case <-ctx.Done():
+						return
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	end := time.Now()
+	cancel()
+	readers.Wait()
+	p.AsyncClose()
+	wg.Wait()
+	if firstErr != nil {
+		return rate{}, fmt.Errorf("while producing to the target: %w", firstErr)
+	}
+	if acked < n {
+		return rate{}, fmt.Errorf("while piping %s: %d of %d records acked: %w", topic, acked, n, ctx.Err())
+	}
+	return steadyRate(n, bytes, end.Sub(first)), nil
 }
 
 // limitCommand is the hidden first argument with which the benchmark re-runs itself to
@@ -182,10 +311,10 @@ type limitOutcome struct {
 
 // runLimit is the child side:
 //
-//	bench limit --mode produce|consume --config FILE --topic T --partitions P --records N --value-size V
+//	bench limit --mode produce|consume|pipe --config FILE --topic T --partitions P --records N --value-size V
 func runLimit(args []string) error {
 	fs := flag.NewFlagSet(limitCommand, flag.ContinueOnError)
-	mode := fs.String("mode", "", "produce or consume")
+	mode := fs.String("mode", "", "produce, consume or pipe")
 	cfgPath := fs.String("config", "", "MirrorConfig naming the source and target")
 	topic := fs.String("topic", "", "topic")
 	partitions := fs.Int("partitions", 0, "partitions of the topic")
@@ -206,8 +335,10 @@ func runLimit(args []string) error {
 		r, err = produceLimit(ctx, cfg, newRecordGen(*valueSize), *topic, int32(*partitions), *records)
 	case "consume":
 		r, err = consumeLimit(ctx, cfg, *topic, int32(*partitions), *records)
+	case "pipe":
+		r, err = pipeLimit(ctx, cfg, *topic, int32(*partitions), *records)
 	default:
-		err = fmt.Errorf("--mode %q is not produce or consume", *mode)
+		err = fmt.Errorf("--mode %q is not produce, consume or pipe", *mode)
 	}
 	if err != nil {
 		return err

@@ -72,18 +72,23 @@ type round struct {
 	ProduceLimit limitResult `json:"produceLimit"`
 	// ProduceFastLimit is the raw produce with the producer settings of
 	// `noDataLoss: false`, to tell the client's share of that difference from the engine's.
-	ProduceFastLimit limitResult   `json:"produceLimitNoDataLossOff"`
-	ConsumeLimit     limitResult   `json:"consumeLimit"`
-	Engine           *engineResult `json:"engine,omitempty"`
-	EngineFast       *engineResult `json:"engineNoDataLossOff,omitempty"`
-	EngineCEL        *engineResult `json:"engineCELFilter,omitempty"`
+	ProduceFastLimit limitResult `json:"produceLimitNoDataLossOff"`
+	ConsumeLimit     limitResult `json:"consumeLimit"`
+	// Pipe is the raw consume-to-produce pipe (see pipeLimit).
+	Pipe       limitResult   `json:"rawPipe"`
+	Engine     *engineResult `json:"engine,omitempty"`
+	EngineFast *engineResult `json:"engineNoDataLossOff,omitempty"`
+	EngineCEL  *engineResult `json:"engineCELFilter,omitempty"`
 	// Limit is the slower of the produce and consume limits, in records per second.
 	Limit float64 `json:"limitRecordsPerSecond"`
 	// EngineToLimit is Engine's rate / Limit; FastToEngine and CELToEngine are the
 	// other variants' rates / Engine's rate. RawFastToRaw is the same comparison as
 	// FastToEngine for the raw producer.
 	EngineToLimit float64 `json:"engineToLimit,omitempty"`
-	RawFastToRaw  float64 `json:"rawNoDataLossOffToRaw"`
+	// PipeToLimit is the raw pipe's rate / Limit; EngineToPipe is Engine's / the pipe's.
+	PipeToLimit  float64 `json:"rawPipeToLimit"`
+	EngineToPipe float64 `json:"engineToRawPipe,omitempty"`
+	RawFastToRaw float64 `json:"rawNoDataLossOffToRaw"`
 	// EngineCPUToClients is the engine's CPU time per record / (the raw producer's +
 	// the raw consumer's): what the engine costs beyond the two clients it is made of.
 	// CPU time suffers less than wall time from a busy machine.
@@ -101,8 +106,15 @@ func (r *round) computeRatios() {
 	if p := r.ProduceLimit.Rate.RecordsPerSecond(); p > 0 {
 		r.RawFastToRaw = r.ProduceFastLimit.Rate.RecordsPerSecond() / p
 	}
-	if r.Engine == nil || r.Limit == 0 {
+	if r.Limit == 0 {
 		return
+	}
+	r.PipeToLimit = r.Pipe.Rate.RecordsPerSecond() / r.Limit
+	if r.Engine == nil {
+		return
+	}
+	if p := r.Pipe.Rate.RecordsPerSecond(); p > 0 {
+		r.EngineToPipe = r.Engine.Rate.RecordsPerSecond() / p
 	}
 	if c := r.ProduceLimit.CPUPerMillion + r.ConsumeLimit.CPUPerMillion; c > 0 {
 		r.EngineCPUToClients = r.Engine.CPUPerMillion / c
@@ -172,6 +184,10 @@ type summary struct {
 	FastToEngine       float64 `json:"noDataLossOffToEngine,omitempty"`
 	CELToEngine        float64 `json:"celFilterToEngine,omitempty"`
 	ProduceFastLimit   float64 `json:"produceLimitNoDataLossOffRecordsPerSecond"`
+	Pipe               float64 `json:"rawPipeRecordsPerSecond"`
+	PipeToLimit        float64 `json:"rawPipeToLimit"`
+	PipeCPU            float64 `json:"rawPipeCPUSecondsPerMillionRecords"`
+	EngineToPipe       float64 `json:"engineToRawPipe,omitempty"`
 	RawFastToRaw       float64 `json:"rawNoDataLossOffToRaw"`
 	ProduceCPU         float64 `json:"produceLimitCPUSecondsPerMillionRecords"`
 	ConsumeCPU         float64 `json:"consumeLimitCPUSecondsPerMillionRecords"`
@@ -266,6 +282,9 @@ func (r *report) finish() {
 	s.Limit = medianOf(r.Rounds, func(x round) float64 { return x.Limit })
 	s.ProduceFastLimit = medianOf(r.Rounds, func(x round) float64 { return x.ProduceFastLimit.Rate.RecordsPerSecond() })
 	s.RawFastToRaw = medianOf(r.Rounds, func(x round) float64 { return x.RawFastToRaw })
+	s.Pipe = medianOf(r.Rounds, func(x round) float64 { return x.Pipe.Rate.RecordsPerSecond() })
+	s.PipeToLimit = medianOf(r.Rounds, func(x round) float64 { return x.PipeToLimit })
+	s.PipeCPU = medianOf(r.Rounds, func(x round) float64 { return x.Pipe.CPUPerMillion })
 	s.ProduceCPU = medianOf(r.Rounds, func(x round) float64 { return x.ProduceLimit.CPUPerMillion })
 	s.ConsumeCPU = medianOf(r.Rounds, func(x round) float64 { return x.ConsumeLimit.CPUPerMillion })
 	s.LimitMBPerSecond = medianOf(r.Rounds, func(x round) float64 {
@@ -279,6 +298,7 @@ func (r *report) finish() {
 	s.EngineFast = medianOf(r.Rounds, func(x round) float64 { return x.EngineFast.Rate.RecordsPerSecond() })
 	s.EngineCEL = medianOf(r.Rounds, func(x round) float64 { return x.EngineCEL.Rate.RecordsPerSecond() })
 	s.EngineToLimit = medianOf(r.Rounds, func(x round) float64 { return x.EngineToLimit })
+	s.EngineToPipe = medianOf(r.Rounds, func(x round) float64 { return x.EngineToPipe })
 	s.FastToEngine = medianOf(r.Rounds, func(x round) float64 { return x.FastToEngine })
 	s.CELToEngine = medianOf(r.Rounds, func(x round) float64 { return x.CELToEngine })
 	s.CPUPerMillion = medianOf(r.Rounds, func(x round) float64 { return x.Engine.CPUPerMillion })
@@ -381,11 +401,14 @@ func (r *report) tableRows() [][]string {
 		[]string{"raw produce, noDataLoss: false settings", fmtNum(s.ProduceFastLimit), "", fmt.Sprintf("%.2f x raw produce", s.RawFastToRaw), "", ""},
 		[]string{"raw consume from the source (engine's consumer settings)", fmtNum(s.ConsumeLimit), "", "", fmt.Sprintf("%.2f", s.ConsumeCPU), ""},
 		[]string{"broker-bound limit (slower of the two)", fmtNum(s.Limit), fmt.Sprintf("%.1f", s.LimitMBPerSecond), "1.00 x limit", "", ""},
+		[]string{"raw pipe: consume -> produce, nothing else (no tracking, commits, metrics)", fmtNum(s.Pipe), "",
+			fmt.Sprintf("%.2f x limit", s.PipeToLimit), fmt.Sprintf("%.2f", s.PipeCPU), ""},
 	)
 	if s.Engine > 0 {
 		rows = append(rows,
 			[]string{"engine, no-data-loss, partitions preserved", fmtNum(s.Engine), fmt.Sprintf("%.1f", s.EngineMBPerSecond),
 				fmt.Sprintf("%.2f x limit", s.EngineToLimit), fmt.Sprintf("%.2f", s.CPUPerMillion), fmtBytes(s.MaxRSS)},
+			[]string{"engine vs raw pipe", "", "", fmt.Sprintf("%.2f x raw pipe", s.EngineToPipe), "", ""},
 			[]string{"engine CPU per record vs raw produce + raw consume", "", "", fmt.Sprintf("%.2f x", s.EngineCPUToClients), "", ""},
 			[]string{"engine, noDataLoss: false", fmtNum(s.EngineFast), "", fmt.Sprintf("%.2f x engine", s.FastToEngine),
 				fmt.Sprintf("%.2f x engine", s.FastCPUToEngine), ""},
@@ -452,13 +475,13 @@ func (r *report) markdown(w io.Writer) {
 	}
 	if len(r.Rounds) > 0 {
 		fmt.Fprintf(w, "\n## Rounds\n\nEach round runs every throughput measurement once, starting one step later than the round before; the summary takes medians.\n\n")
-		t := [][]string{{"round", "produce limit", "produce limit, noDataLoss: false", "consume limit", "engine", "engine, noDataLoss: false", "engine, CEL filter", "engine / limit"}}
+		t := [][]string{{"round", "produce limit", "produce limit, noDataLoss: false", "consume limit", "raw pipe", "engine", "engine, noDataLoss: false", "engine, CEL filter", "engine / limit"}}
 		for _, x := range r.Rounds {
 			row := []string{fmt.Sprint(x.Round), fmtNum(x.ProduceLimit.Rate.RecordsPerSecond()), fmtNum(x.ProduceFastLimit.Rate.RecordsPerSecond()),
-				fmtNum(x.ConsumeLimit.Rate.RecordsPerSecond()), "", "", "", ""}
+				fmtNum(x.ConsumeLimit.Rate.RecordsPerSecond()), fmtNum(x.Pipe.Rate.RecordsPerSecond()), "", "", "", ""}
 			if x.Engine != nil {
-				row[4], row[5], row[6] = fmtNum(x.Engine.Rate.RecordsPerSecond()), fmtNum(x.EngineFast.Rate.RecordsPerSecond()), fmtNum(x.EngineCEL.Rate.RecordsPerSecond())
-				row[7] = fmt.Sprintf("%.2f", x.EngineToLimit)
+				row[5], row[6], row[7] = fmtNum(x.Engine.Rate.RecordsPerSecond()), fmtNum(x.EngineFast.Rate.RecordsPerSecond()), fmtNum(x.EngineCEL.Rate.RecordsPerSecond())
+				row[8] = fmt.Sprintf("%.2f", x.EngineToLimit)
 			}
 			t = append(t, row)
 		}

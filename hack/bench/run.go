@@ -201,6 +201,7 @@ func (b *bench) throughputRounds(ctx context.Context, rep *report) error {
 		{"produce limit", func(r *round) (err error) { r.ProduceLimit, err = b.produceLimit(ctx, n, true); return err }},
 		{"produce limit, noDataLoss: false", func(r *round) (err error) { r.ProduceFastLimit, err = b.produceLimit(ctx, n, false); return err }},
 		{"consume limit", func(r *round) (err error) { r.ConsumeLimit, err = b.consumeLimit(ctx, n); return err }},
+		{"raw pipe", func(r *round) (err error) { r.Pipe, err = b.pipe(ctx, n); return err }},
 	}
 	if !b.o.skipEngine {
 		steps = append(steps,
@@ -248,6 +249,17 @@ func (b *bench) produceLimit(ctx context.Context, n int, noDataLoss bool) (limit
 	return res, err
 }
 
+// pipe measures the raw consume-to-produce pipe into a fresh target, in a child process.
+func (b *bench) pipe(ctx context.Context, n int) (limitResult, error) {
+	var res limitResult
+	err := b.withTarget(ctx, "pipe", 0, dataTopic, func(target []string) error {
+		var err error
+		res, err = b.limit(ctx, "pipe", target, n, true)
+		return err
+	})
+	return res, err
+}
+
 // consumeLimit measures the raw consume rate from the source, in a child process.
 func (b *bench) consumeLimit(ctx context.Context, n int) (limitResult, error) {
 	// The consume child never connects to the target; the address only makes a valid config.
@@ -269,6 +281,10 @@ func (b *bench) limit(ctx context.Context, mode string, target []string, n int, 
 		return limitResult{}, err
 	}
 	res := limitResult{Rate: r, CPUPerMillion: u.CPU.Seconds() / float64(n) * 1e6, MaxRSS: u.MaxRSS}
+	if mode == "pipe" {
+		b.logf("  raw pipe: %s, %.2f CPU s per million records, peak RSS %s", fmtRate(r), res.CPUPerMillion, fmtBytes(u.MaxRSS))
+		return res, nil
+	}
 	b.logf("  %s limit%s: %s, %.2f CPU s per million records, peak RSS %s", mode, map[bool]string{false: " (noDataLoss: false)"}[noDataLoss],
 		fmtRate(r), res.CPUPerMillion, fmtBytes(u.MaxRSS))
 	return res, nil
