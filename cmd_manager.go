@@ -70,11 +70,7 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 	klog.SetLogger(log)
 	o.Logger = log
 
-	for _, ns := range strings.Split(o.watchNamespace, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			o.WatchNamespaces = append(o.WatchNamespaces, ns)
-		}
-	}
+	o.WatchNamespaces = splitNamespaces(o.watchNamespace)
 	var cfg *rest.Config
 	if o.kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
@@ -103,4 +99,15 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// splitNamespaces parses --watch-namespace: a comma-separated list, blanks ignored.
+func splitNamespaces(s string) []string {
+	var out []string
+	for _, ns := range strings.Split(s, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
 }

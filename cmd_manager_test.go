@@ -1,0 +1,57 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestSplitNamespaces(t *testing.T) {
+	tests := map[string]struct {
+		in   string
+		want []string
+	}{
+		"empty watches all": {in: "", want: nil},
+		"one":               {in: "team-a", want: []string{"team-a"}},
+		"several, spaced":   {in: " team-a, team-b ,,", want: []string{"team-a", "team-b"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := splitNamespaces(tc.in); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("splitNamespaces(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestManagerFlagDefaults(t *testing.T) {
+	tests := map[string]struct {
+		env  map[string]string
+		want map[string]string
+	}{
+		"no environment": {
+			want: map[string]string{"engine-image": defaultImageRepository + ":" + version, "watch-namespace": "",
+				"leader-elect": "false", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081"},
+		},
+		"from the environment": {
+			env:  map[string]string{"KAFKA_MIRROR_IMAGE": "example.com/km:1", "WATCH_NAMESPACE": "a,b", "POD_NAMESPACE": "ops"},
+			want: map[string]string{"engine-image": "example.com/km:1", "watch-namespace": "a,b", "leader-election-namespace": "ops"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			for _, k := range []string{"KAFKA_MIRROR_IMAGE", "WATCH_NAMESPACE", "POD_NAMESPACE"} {
+				t.Setenv(k, tc.env[k])
+			}
+			flags := newManagerCommand().Flags()
+			for flag, want := range tc.want {
+				f := flags.Lookup(flag)
+				if f == nil {
+					t.Fatalf("no --%s flag", flag)
+				}
+				if f.DefValue != want {
+					t.Errorf("--%s defaults to %q, want %q", flag, f.DefValue, want)
+				}
+			}
+		})
+	}
+}
