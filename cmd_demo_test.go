@@ -44,6 +44,8 @@ func TestDemo(t *testing.T) {
 	}
 	const records = 3000
 	cmd := kafkaMirror("demo", "--records", strconv.Itoa(records), "--rate", "600")
+	// The demo keeps its config and engine log in a new directory under TMPDIR.
+	cmd.Env = append(cmd.Env, "TMPDIR="+t.TempDir())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

@@ -21,10 +21,14 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
-// Defaults of Options; with them the demo takes about half a minute on 2 cores.
+// Defaults of the demo; with them it takes about half a minute on 2 cores.
 const (
-	DefaultRecords  = 30000
-	DefaultRate     = 1500
+	// DefaultRecords is the number of records produced when Options.Records is 0.
+	DefaultRecords = 30000
+	// DefaultRate is the CLI's --rate: steady enough for the progress view to show a
+	// mirror keeping up, and to leave a few seconds between the demo's events.
+	DefaultRate = 1500
+	// DefaultInterval is the time between progress frames when Options.Interval is 0.
 	DefaultInterval = time.Second
 )
 
@@ -32,8 +36,8 @@ const (
 type Options struct {
 	// Records is the number of records produced. Default DefaultRecords.
 	Records int
-	// Rate is records per second over all partitions; 0 means as fast as possible.
-	// Default DefaultRate (set Records and Rate together, or neither).
+	// Rate is records per second over all partitions; 0 means as fast as possible (the
+	// CLI passes DefaultRate unless told otherwise).
 	Rate int
 	// KeepRunning leaves both clusters up after the report, prints their addresses and
 	// waits for ctx to end, so a user can point kcat or their own client at them.
@@ -47,7 +51,7 @@ type Options struct {
 	// Interval is the time between progress frames. Default DefaultInterval.
 	Interval time.Duration
 	// WorkDir holds the rendered mirror.yaml and the engine's log. Default a new
-	// temporary directory.
+	// temporary directory, left in place so that the log can be read afterwards.
 	WorkDir string
 }
 
@@ -87,8 +91,11 @@ type Result struct {
 
 // TopicResult is one mirrored topic's partition counts at the end.
 type TopicResult struct {
-	Source           string
+	// Source is the topic's name (the same on the target: the demo does not rename).
+	Source string
+	// SourcePartitions is the source topic's partition count.
 	SourcePartitions int
+	// TargetPartitions is the target topic's partition count (0 if it does not exist).
 	TargetPartitions int
 }
 
