@@ -67,7 +67,9 @@ was broken. Ctrl-C stops everything cleanly at any time.`,
 				KeepRunning: o.keepRunning,
 				Engine:      func(args ...string) *exec.Cmd { return exec.Command(self, args...) },
 				Out:         out,
-				TTY:         out == os.Stdout && term.IsTerminal(int(os.Stdout.Fd())),
+				// Redraw in place only where the cursor can move; a pipe or a dumb
+				// terminal gets one plain line per interval.
+				TTY: out == os.Stdout && term.IsTerminal(int(os.Stdout.Fd())) && os.Getenv("TERM") != "dumb",
 			})
 			if err != nil {
 				if cmd.Context().Err() != nil {
