@@ -46,7 +46,7 @@ type KafkaMirrorReconciler struct {
 // KafkaMirror and is not retried; an unreachable cluster or missing Secret still writes
 // the children, is reported in status and retried with backoff. Every reconcile is
 // requeued after topicSyncInterval to find new topics and partition expansion.
-func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	m := &v1alpha1.KafkaMirror{}
 	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -57,7 +57,11 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, nil
 	}
 	obs := &observation{}
-	defer func() { retErr = r.finalizeStatus(ctx, m, obs, retErr) }()
+	defer func() {
+		if retErr = r.finalizeStatus(ctx, m, obs, retErr); retErr != nil {
+			res = ctrl.Result{} // an error is retried with backoff; a requeue time is ignored
+		}
+	}()
 
 	if obs.config, obs.invalid = validate(m); obs.invalid != nil {
 		// The running Deployment keeps its last good config until the spec is fixed.
