@@ -61,15 +61,21 @@ was broken. Ctrl-C stops everything cleanly at any time.`,
 				return fmt.Errorf("while locating the kafka-mirror binary to run the engine: %w", err)
 			}
 			out := cmd.OutOrStdout()
+			// Redraw in place only where the cursor can move; a pipe or a dumb
+			// terminal gets one plain line per interval.
+			tty := out == os.Stdout && term.IsTerminal(int(os.Stdout.Fd())) && os.Getenv("TERM") != "dumb"
+			width := 0
+			if tty {
+				width, _, _ = term.GetSize(int(os.Stdout.Fd()))
+			}
 			res, err := demo.Run(cmd.Context(), demo.Options{
 				Records:     records,
 				Rate:        o.rate,
 				KeepRunning: o.keepRunning,
 				Engine:      func(args ...string) *exec.Cmd { return exec.Command(self, args...) },
 				Out:         out,
-				// Redraw in place only where the cursor can move; a pipe or a dumb
-				// terminal gets one plain line per interval.
-				TTY: out == os.Stdout && term.IsTerminal(int(os.Stdout.Fd())) && os.Getenv("TERM") != "dumb",
+				TTY:         tty,
+				Width:       width,
 			})
 			if err != nil {
 				if cmd.Context().Err() != nil {

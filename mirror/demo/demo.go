@@ -48,6 +48,8 @@ type Options struct {
 	Out io.Writer
 	// TTY redraws the progress view in place; otherwise one plain line per Interval.
 	TTY bool
+	// Width is the terminal's width in columns when TTY is set; 0 means unknown.
+	Width int
 	// Interval is the time between progress frames. Default DefaultInterval.
 	Interval time.Duration
 	// WorkDir holds the rendered mirror.yaml and the engine's log. Default a new
@@ -143,7 +145,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	d := &demo{opts: opts, start: time.Now(), http: &http.Client{}, result: &Result{}, failed: make(chan error, 1)}
-	d.view = newView(opts.Out, opts.TTY, d.start)
+	d.view = newView(opts.Out, opts.TTY, opts.Width, d.start)
 	defer d.close()
 
 	steps := []func(context.Context) error{

@@ -31,13 +31,14 @@ type view struct {
 	mu    sync.Mutex
 	w     io.Writer
 	tty   bool
+	width int // terminal columns; block lines are cut to fit so that none wraps
 	start time.Time
 	block []string // the progress block last drawn on the terminal
 	drawn int      // lines of it currently on screen
 }
 
-func newView(w io.Writer, tty bool, start time.Time) *view {
-	return &view{w: w, tty: tty, start: start}
+func newView(w io.Writer, tty bool, width int, start time.Time) *view {
+	return &view{w: w, tty: tty, width: width, start: start}
 }
 
 // event prints one line of the story, stamped with the time since the demo started.
@@ -92,6 +93,10 @@ func (v *view) redraw() {
 		return
 	}
 	for _, l := range v.block {
+		// A wrapped line would take two rows and the next erase would miss one.
+		if r := []rune(l); v.width > 0 && len(r) >= v.width {
+			l = string(r[:v.width-1])
+		}
 		fmt.Fprintln(v.w, l)
 	}
 	v.drawn = len(v.block)
@@ -100,8 +105,9 @@ func (v *view) redraw() {
 func progressBlock(p progress) []string {
 	lines := []string{
 		fmt.Sprintf("── %5.1fs ── engine %s ──", p.Elapsed.Seconds(), engineLabel(p)),
-		fmt.Sprintf("   produced %s/%s · mirrored %s rec/s, %s/s · in flight %s · commits %s · filtered %s",
-			count(p.Produced), count(p.ToProduce), count(int64(p.RecordsPerSec)), byteSize(p.BytesPerSec),
+		fmt.Sprintf("   produced %s/%s · mirroring %s rec/s, %s/s",
+			count(p.Produced), count(p.ToProduce), count(int64(p.RecordsPerSec)), byteSize(p.BytesPerSec)),
+		fmt.Sprintf("   in flight %s · commits %s · filtered %s",
 			count(int64(p.InFlight)), count(int64(p.Commits)), count(int64(p.Filtered))),
 		fmt.Sprintf("   %-12s %-11s %10s %10s %10s %8s", "TOPIC", "PARTITIONS", "SOURCE", "TARGET", "COMMITTED", "LAG"),
 	}

@@ -29,7 +29,7 @@ func TestCount(t *testing.T) {
 
 func TestViewPlainPrintsOneLinePerFrame(t *testing.T) {
 	var out bytes.Buffer
-	v := newView(&out, false, time.Now())
+	v := newView(&out, false, 0, time.Now())
 	frame := progress{
 		Elapsed: 2 * time.Second, Produced: 1500, ToProduce: 3000, Engine: "running", PID: 42,
 		RecordsPerSec: 600, BytesPerSec: 64000, InFlight: 3, Commits: 2, Filtered: 150,
@@ -49,20 +49,25 @@ func TestViewPlainPrintsOneLinePerFrame(t *testing.T) {
 
 func TestViewTTYRedrawsInPlace(t *testing.T) {
 	var out bytes.Buffer
-	v := newView(&out, true, time.Now())
+	v := newView(&out, true, 40, time.Now())
 	frame := progress{Engine: "running", Topics: []topicState{{Source: "orders.eu", SourcePartitions: 6, TargetPartitions: 6}}}
 	v.show(frame)
 	first := out.Len()
 	v.event("something happened")
 	v.show(frame)
 	rest := out.String()[first:]
-	// The 4-line block is erased (cursor up 4, clear) before the event and again
+	// The 5-line block is erased (cursor up 5, clear) before the event and again
 	// before the next frame, then drawn below the event.
-	if got := strings.Count(rest, "\x1b[4A\r\x1b[J"); got != 2 {
+	if got := strings.Count(rest, "\x1b[5A\r\x1b[J"); got != 2 {
 		t.Errorf("the block was erased %d times, want 2:\n%q", got, rest)
 	}
 	if !strings.Contains(rest, "] something happened\n") {
 		t.Errorf("the event is missing:\n%q", rest)
+	}
+	for _, l := range strings.Split(rest, "\n") {
+		if l = strings.TrimPrefix(l, "\x1b[5A\r\x1b[J"); len([]rune(l)) >= 40 {
+			t.Errorf("a block line is as wide as the 40-column terminal and would wrap: %q", l)
+		}
 	}
 }
 
