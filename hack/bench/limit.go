@@ -95,11 +95,18 @@ func produceLimit(ctx context.Context, cfg *config.Config, g *recordGen, topic s
 			errOnce.Do(func() { firstErr = e.Err })
 		}
 	}()
+	// Build every message before the first send, so that the measurement holds the
+	// producer's work only, as a mirror hands it records it already holds.
+	msgs := make([]*sarama.ProducerMessage, n)
 	var bytes int64
+	for i := range msgs {
+		msgs[i] = g.saramaMessage(topic, partitions, i)
+		bytes += int64(g.recordBytes(i))
+	}
 	for i := 0; i < n; i++ {
 		select {
-		case p.Input() <- g.saramaMessage(topic, partitions, i):
-			bytes += int64(g.recordBytes(i))
+		case p.Input() <- msgs[i]:
+			msgs[i] = nil
 		case <-ctx.Done():
 			p.AsyncClose()
 			wg.Wait()
