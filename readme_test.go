@@ -87,7 +87,7 @@ func makeTargets(t *testing.T) map[string]bool {
 func TestREADMECommandsExist(t *testing.T) {
 	readme := readREADME(t)
 	targets := makeTargets(t)
-	var makes, cli int
+	var makes, cli, ran int
 	for _, line := range commandLines(readme) {
 		for _, part := range strings.Split(line, "&&") {
 			fields := strings.Fields(strings.TrimSpace(part))
@@ -108,6 +108,9 @@ func TestREADMECommandsExist(t *testing.T) {
 			case "kafka-mirror", "bin/kafka-mirror", "./bin/kafka-mirror":
 				cli++
 				checkCLI(t, strings.TrimSpace(part), fields[1:])
+				if runREADMECommand(t, strings.TrimSpace(part), fields[1:]) {
+					ran++
+				}
 			case "go":
 				if len(fields) > 2 && fields[1] == "run" && fields[2] == "." {
 					cli++
@@ -116,9 +119,38 @@ func TestREADMECommandsExist(t *testing.T) {
 			}
 		}
 	}
+	if ran == 0 {
+		t.Errorf("ran no README command; it shows `kafka-mirror validate --config examples/mirror.yaml`")
+	}
 	if makes < 2 || cli < 3 {
 		t.Errorf("found %d make and %d kafka-mirror commands in the README; the quick start alone has more", makes, cli)
 	}
+}
+
+// runREADMECommand runs the README's quick, side-effect-free commands (validate and
+// version) on the files of this repository and requires them to succeed. A command that
+// names a file of the reader's own (mirror.yaml) is only parsed. It reports whether it ran.
+func runREADMECommand(t *testing.T, line string, args []string) bool {
+	t.Helper()
+	if len(args) == 0 || (args[0] != "validate" && args[0] != "version") {
+		return false
+	}
+	for _, a := range args[1:] {
+		if !strings.HasPrefix(a, "-") {
+			if _, err := os.Stat(a); err != nil {
+				return false
+			}
+		}
+	}
+	var out bytes.Buffer
+	root := newRootCommand()
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		t.Errorf("README command `%s` failed: %v\n%s", line, err, out.String())
+	}
+	return true
 }
 
 func checkCLI(t *testing.T, line string, args []string) {
