@@ -21,16 +21,24 @@ func TestProduceFailureStopsWithoutCommittingPastIt(t *testing.T) {
 	w := newWorkload(partitions)
 	w.produce(t, c.source, 3000)
 
-	var armed atomic.Bool
-	var failedPartitions atomic.Int64
+	// Let the first 8000 records through, then refuse one request mid-stream.
+	var written, failedPartitions atomic.Int64
 	c.target.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		if !armed.Load() {
+		pr := req.(*kmsg.ProduceRequest)
+		if written.Load() < 8000 {
 			c.target.KeepControl()
+			for _, rt := range pr.Topics {
+				for _, rp := range rt.Partitions {
+					var batch kmsg.RecordBatch
+					if err := batch.ReadFrom(rp.Records); err == nil {
+						written.Add(int64(batch.NumRecords))
+					}
+				}
+			}
 			return nil, nil, false
 		}
 		// Fail this one request, every partition in it, and drop the control.
 		c.target.DropControl()
-		pr := req.(*kmsg.ProduceRequest)
 		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
 		for _, rt := range pr.Topics {
 			st := kmsg.NewProduceResponseTopic()
@@ -48,8 +56,6 @@ func TestProduceFailureStopsWithoutCommittingPastIt(t *testing.T) {
 	})
 
 	first := startEngine(t, c.testConfig(t), testLogger(t))
-	waitFor(t, 20*time.Second, "8000 records mirrored", func() bool { return first.e.Stats().Records >= 8000 })
-	armed.Store(true)
 	err := first.wait(t, 30*time.Second)
 	if err == nil {
 		t.Fatal("Run returned nil after the target refused a produce request")

@@ -83,9 +83,9 @@ func TestMetricsAndHealthEndpoints(t *testing.T) {
 	w.produce(t, c.source, 1000)
 	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.Metrics.Address = "127.0.0.1:0" })
 	r := startEngine(t, cfg, testLogger(t))
-	waitFor(t, 20*time.Second, "all records committed", func() bool {
+	waitFor(t, 20*time.Second, "all records committed and every stream joined", func() bool {
 		s := r.e.Stats()
-		return s.Records == 2000 && len(s.Partitions) == 2 && s.Partitions[0].Committed == 1000 && s.Partitions[1].Committed == 1000
+		return s.Ready && s.Records == 2000 && len(s.Partitions) == 2 && s.Partitions[0].Committed == 1000 && s.Partitions[1].Committed == 1000
 	})
 	base := "http://" + r.e.httpAddr()
 	if code, body := get(t, base+"/healthz"); code != 200 || strings.TrimSpace(body) != "ok" {
