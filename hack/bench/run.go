@@ -62,10 +62,10 @@ func run(ctx context.Context, o options) error {
 	}()
 
 	rep := newReport(o)
+	defer b.close()
 	if err := b.setup(ctx); err != nil {
 		return err
 	}
-	defer b.close()
 	if err := b.measure(ctx, rep); err != nil {
 		keep = true
 		return err
