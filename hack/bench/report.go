@@ -170,34 +170,40 @@ func (t throttleResult) rate() float64 {
 	return float64(t.Records) / t.Duration.Seconds()
 }
 
-// summary holds the medians over rounds and the memory comparison.
+// summary holds the medians over rounds and the memory comparison: rates in records
+// per second, CPU in seconds per million records, ratios as plain factors.
 type summary struct {
-	ProduceLimit       float64 `json:"produceLimitRecordsPerSecond"`
-	ConsumeLimit       float64 `json:"consumeLimitRecordsPerSecond"`
-	Limit              float64 `json:"limitRecordsPerSecond"`
-	LimitMBPerSecond   float64 `json:"limitMBPerSecond"`
+	// The broker-bound limit and the raw clients.
+	ProduceLimit     float64 `json:"produceLimitRecordsPerSecond"`
+	ProduceFastLimit float64 `json:"produceLimitNoDataLossOffRecordsPerSecond"`
+	RawFastToRaw     float64 `json:"rawNoDataLossOffToRaw"`
+	ConsumeLimit     float64 `json:"consumeLimitRecordsPerSecond"`
+	Limit            float64 `json:"limitRecordsPerSecond"`
+	LimitMBPerSecond float64 `json:"limitMBPerSecond"`
+	ProduceCPU       float64 `json:"produceLimitCPUSecondsPerMillionRecords"`
+	ConsumeCPU       float64 `json:"consumeLimitCPUSecondsPerMillionRecords"`
+	Pipe             float64 `json:"rawPipeRecordsPerSecond"`
+	PipeToLimit      float64 `json:"rawPipeToLimit"`
+	PipeCPU          float64 `json:"rawPipeCPUSecondsPerMillionRecords"`
+
+	// The engine and its variants.
 	Engine             float64 `json:"engineRecordsPerSecond,omitempty"`
 	EngineMBPerSecond  float64 `json:"engineMBPerSecond,omitempty"`
-	EngineFast         float64 `json:"noDataLossOffRecordsPerSecond,omitempty"`
-	EngineCEL          float64 `json:"celFilterRecordsPerSecond,omitempty"`
 	EngineToLimit      float64 `json:"engineToLimit,omitempty"`
-	FastToEngine       float64 `json:"noDataLossOffToEngine,omitempty"`
-	CELToEngine        float64 `json:"celFilterToEngine,omitempty"`
-	ProduceFastLimit   float64 `json:"produceLimitNoDataLossOffRecordsPerSecond"`
-	Pipe               float64 `json:"rawPipeRecordsPerSecond"`
-	PipeToLimit        float64 `json:"rawPipeToLimit"`
-	PipeCPU            float64 `json:"rawPipeCPUSecondsPerMillionRecords"`
 	EngineToPipe       float64 `json:"engineToRawPipe,omitempty"`
-	RawFastToRaw       float64 `json:"rawNoDataLossOffToRaw"`
-	ProduceCPU         float64 `json:"produceLimitCPUSecondsPerMillionRecords"`
-	ConsumeCPU         float64 `json:"consumeLimitCPUSecondsPerMillionRecords"`
 	CPUPerMillion      float64 `json:"cpuSecondsPerMillionRecords,omitempty"`
 	EngineCPUToClients float64 `json:"engineCPUToClients,omitempty"`
+	EngineFast         float64 `json:"noDataLossOffRecordsPerSecond,omitempty"`
+	FastToEngine       float64 `json:"noDataLossOffToEngine,omitempty"`
 	FastCPUToEngine    float64 `json:"noDataLossOffCPUToEngine,omitempty"`
+	EngineCEL          float64 `json:"celFilterRecordsPerSecond,omitempty"`
+	CELToEngine        float64 `json:"celFilterToEngine,omitempty"`
 	CELCPUToEngine     float64 `json:"celFilterCPUToEngine,omitempty"`
-	MaxRSS             int64   `json:"maxRSSBytes,omitempty"`
-	BigCPUPerMillion   float64 `json:"bigCPUSecondsPerMillionRecords,omitempty"`
-	BigMaxRSS          int64   `json:"bigMaxRSSBytes,omitempty"`
+
+	// Memory.
+	MaxRSS           int64   `json:"maxRSSBytes,omitempty"`
+	BigCPUPerMillion float64 `json:"bigCPUSecondsPerMillionRecords,omitempty"`
+	BigMaxRSS        int64   `json:"bigMaxRSSBytes,omitempty"`
 	// BigRSSGrowth is the big run's peak RSS / the normal run's peak RSS - 1.
 	BigRSSGrowth float64 `json:"bigRSSGrowth,omitempty"`
 	// BytesPerInFlightRecord is the slope of peak RSS over records in flight between
