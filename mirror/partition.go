@@ -26,8 +26,8 @@ type partitionState struct {
 	bytes    atomic.Int64 // key + value bytes of acked records
 	filtered atomic.Int64 // source records the handler dropped
 	skipped  atomic.Int64 // source records skipped under onError: skip
-	// committed is the last offset committed (the next to consume), -1 before the first
-	// commit of this process.
+	// committed is the last offset committed (the next to consume): by this process, or
+	// as found at assignment; -1 when unknown.
 	committed atomic.Int64
 	// waiting is 1 while the partition waits for its target topic.
 	waiting atomic.Int64
@@ -44,6 +44,11 @@ type partitionState struct {
 }
 
 func (p *partitionState) attach(tr *offsets.Tracker, claim sarama.ConsumerGroupClaim) {
+	// The claim starts at the group's committed offset; showing it at once gives lag
+	// and the commit gauge a value before this process's first commit.
+	if off := claim.InitialOffset(); off >= 0 && p.committed.Load() < 0 {
+		p.committed.Store(off)
+	}
 	p.mu.Lock()
 	p.tracker, p.claim, p.assigned = tr, claim, true
 	p.mu.Unlock()

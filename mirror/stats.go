@@ -37,8 +37,9 @@ type PartitionStats struct {
 	Records, Bytes, Filtered, Skipped int64
 	// InFlight is the number of records read and not yet fully acked (0 when not assigned).
 	InFlight int64
-	// Committed is the last offset this process committed (the next offset to read), or
-	// -1 when it committed none.
+	// Committed is the group's committed offset (the next offset to read): the last one
+	// this process committed, or the one it found when the partition was assigned; -1
+	// when neither is known.
 	Committed int64
 	// Consumed is the last offset read + 1, or -1 when nothing was read in the current
 	// assignment. Consumed - Committed bounds the records that a crash would mirror twice.
