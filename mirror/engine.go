@@ -287,13 +287,17 @@ func (e *Engine) isFailed() bool {
 	}
 }
 
-// Ready returns nil when the engine is mirroring: no fatal error happened and every
-// stream has joined its consumer group at least once (its first session started, so it
-// owns its partitions, or none when there are more streams than partitions).
-// Otherwise it returns the reason. /readyz answers with it.
+// Ready returns nil when the engine is mirroring: no fatal error happened, at least one
+// source topic is selected, and every stream has joined its consumer group at least
+// once (its first session started, so it owns its partitions, or none when there are
+// more streams than partitions). Otherwise it returns the reason; /readyz answers with
+// it. A later rebalance does not make the engine unready: it is brief and normal.
 func (e *Engine) Ready() error {
 	if e.isFailed() {
 		return fmt.Errorf("stopped: %w", e.failErr)
+	}
+	if list, _ := e.topics.get(); len(list) == 0 {
+		return fmt.Errorf("no source topic matches topics.include %q (minus topics.exclude)", e.cfg.Topics.Include)
 	}
 	if n := e.joined.Load(); n < int64(e.cfg.Streams) {
 		return fmt.Errorf("%d of %d streams joined consumer group %q", n, e.cfg.Streams, e.cfg.ConsumerGroup)

@@ -45,6 +45,8 @@ type topicLoop struct {
 	e      *Engine
 	conns  *connections
 	syncer *topics.Syncer
+	// warnedEmpty avoids repeating the empty-selection line every interval.
+	warnedEmpty bool
 }
 
 func newTopicLoop(e *Engine, conns *connections) *topicLoop {
@@ -84,8 +86,17 @@ func (tl *topicLoop) runOnce(ctx context.Context) error {
 		return fmt.Errorf("while reading the source cluster's topics: %w", err)
 	}
 	selected := tl.e.sel.Select(all)
-	if tl.e.topics.set(selected) {
-		tl.e.log.Info("Selected source topics", "topics", selected)
+	if tl.e.topics.set(selected) || (len(selected) == 0 && !tl.warnedEmpty) {
+		if len(selected) == 0 {
+			tl.warnedEmpty = true
+			tl.e.log.Info("No source topic matches the selection; waiting for one to appear",
+				"include", tl.e.cfg.Topics.Include, "exclude", tl.e.cfg.Topics.Exclude, "sourceTopics", len(all))
+		} else {
+			tl.e.log.Info("Selected source topics", "topics", selected)
+		}
+	}
+	if len(selected) > 0 {
+		tl.warnedEmpty = false
 	}
 	return nil
 }
