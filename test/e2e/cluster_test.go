@@ -22,6 +22,8 @@ import (
 
 // proxyServer is the one in-process toxiproxy every proxied cluster registers with.
 var proxyServer = sync.OnceValue(func() *toxiproxy.ApiServer {
+	// Toxics log through zerolog's global logger, at trace level by default.
+	zerolog.SetGlobalLevel(zerolog.WarnLevel)
 	return toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 })
 

@@ -79,17 +79,27 @@ type engine struct {
 // end of the test if it still runs.
 func startEngine(t *testing.T, name, cfgPath string) *engine {
 	t.Helper()
-	logPath := filepath.Join(filepath.Dir(cfgPath), name+".log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	e, err := launchEngine(t, name, cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(engineBinary(t), "run", "--config", cfgPath, "--log-format", "json")
+	return e
+}
+
+// launchEngine is startEngine without failing the test, for use off the test goroutine.
+func launchEngine(t *testing.T, name, cfgPath string) (*engine, error) {
+	bin := os.Getenv("KAFKA_MIRROR_BIN")
+	logPath := filepath.Join(filepath.Dir(cfgPath), name+".log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "run", "--config", cfgPath, "--log-format", "json")
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		t.Fatalf("starting engine %s: %v", name, err)
+		return nil, fmt.Errorf("starting engine %s: %w", name, err)
 	}
 	e := &engine{t: t, name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
@@ -104,7 +114,7 @@ func startEngine(t *testing.T, name, cfgPath string) *engine {
 			<-e.done
 		}
 	})
-	return e
+	return e, nil
 }
 
 // sampleRSS records the process's peak resident set size (VmHWM) until it exits.
@@ -221,6 +231,12 @@ func (e *engine) logContains(subs ...string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// errorContains is logContains restricted to error lines: JSON lines at level error and
+// the plain "Error: ..." line the command prints last.
+func (e *engine) errorContains(subs ...string) (string, bool) {
+	return e.logContains(append([]string{"error"}, subs...)...)
 }
 
 // countLog counts log lines containing sub (case-insensitive).

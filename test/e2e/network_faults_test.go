@@ -20,7 +20,7 @@ func TestSourceResetsAndTargetLatency(t *testing.T) {
 	w := s.stdWorkload(0)
 	removeLatency := s.dst.addToxic(t, "latency", "latency", "downstream", `{"latency":100}`)
 	defer removeLatency()
-	e := s.startEngine("engine", cfg)
+	sv := s.supervise("engine", cfg)
 	bg := s.produce(w)
 	const windows = 3
 	for i := 1; i <= windows; i++ {
@@ -32,12 +32,13 @@ func TestSourceResetsAndTargetLatency(t *testing.T) {
 	}
 	p := bg.wait(t)
 	_, rep := s.waitComplete(p, audit.Options{})
-	if !e.running() {
-		t.Errorf("the engine exited during the source resets (code %d)", e.exitCode())
+	sv.stop(time.Minute)
+	exits := sv.restarts()
+	if len(exits) > 0 {
+		t.Errorf("the engine exited %d times on transient network errors; first: %s", len(exits), exits[0])
 	}
-	e.stop(time.Minute)
 	s.assertAudit(rep, windows*partitions(s.topics)*maxInFlight)
-	s.figures(rep, map[string]any{"source_reset_windows": windows, "target_latency": "100ms"})
+	s.figures(rep, map[string]any{"source_reset_windows": windows, "engine_exits": len(exits), "target_latency": "100ms"})
 }
 
 // TestAcksLost (fault 6): produce requests reach the target and are written, but every
@@ -47,7 +48,7 @@ func TestAcksLost(t *testing.T) {
 	s := newScenario(t, stdTopics())
 	cfg := s.config(nil)
 	w := s.stdWorkload(0)
-	e := s.startEngine("engine", cfg)
+	sv := s.supervise("engine", cfg)
 	bg := s.produce(w)
 	const windows = 2
 	for i := 1; i <= windows; i++ {
@@ -59,9 +60,13 @@ func TestAcksLost(t *testing.T) {
 	}
 	p := bg.wait(t)
 	_, rep := s.waitComplete(p, audit.Options{})
-	e.stop(time.Minute)
+	sv.stop(time.Minute)
+	exits := sv.restarts()
+	if len(exits) > 0 {
+		t.Errorf("the engine exited %d times on lost acks, before deliveryTimeout; first: %s", len(exits), exits[0])
+	}
 	s.assertAudit(rep, windows*partitions(s.topics)*maxInFlight)
-	s.figures(rep, map[string]any{"ack_cut_windows": windows})
+	s.figures(rep, map[string]any{"ack_cut_windows": windows, "engine_exits": len(exits)})
 }
 
 // TestPartitionExpansionAndNewTopic (fault 7): mid-stream a source topic grows from 4 to
