@@ -330,6 +330,20 @@ func TestSecretFilesHash(t *testing.T) {
 	}
 }
 
+func TestConsumerGroup(t *testing.T) {
+	tests := map[string]struct {
+		mirror *v1alpha1.KafkaMirror
+		want   string
+	}{
+		"default":         {newMirror(), "kafka-mirror.shop.orders"},
+		"given":           {newMirror(func(m *v1alpha1.KafkaMirror) { m.Spec.ConsumerGroup = "legacy-mm" }), "legacy-mm"},
+		"manifest, no ns": {newMirror(func(m *v1alpha1.KafkaMirror) { m.Namespace = "" }), "kafka-mirror.default.orders"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) { expect(t, "group", ConsumerGroup(tc.mirror), tc.want) })
+	}
+}
+
 func TestSecretNames(t *testing.T) {
 	m := newMirror(withSecrets, func(m *v1alpha1.KafkaMirror) {
 		m.Spec.Target.SASL = &v1alpha1.SASLSpec{Mechanism: v1alpha1.SASLPlain, Username: "u",

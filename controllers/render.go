@@ -70,7 +70,13 @@ func ConsumerGroup(m *v1alpha1.KafkaMirror) string {
 	if m.Spec.ConsumerGroup != "" {
 		return m.Spec.ConsumerGroup
 	}
-	return "kafka-mirror." + m.Namespace + "." + m.Name
+	ns := m.Namespace
+	if ns == "" {
+		// A manifest checked before apply (kafka-mirror validate) may name no namespace;
+		// kubectl would put it in "default" unless told otherwise.
+		ns = "default"
+	}
+	return "kafka-mirror." + ns + "." + m.Name
 }
 
 func renderCluster(role string, cl *v1alpha1.ClusterSpec) config.Cluster {
