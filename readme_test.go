@@ -515,3 +515,34 @@ func TestREADMEListsMakeTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEMetricsMatchTheEngine checks that the README's metrics table lists exactly
+// the kafka_mirror_* metrics the engine defines.
+func TestREADMEMetricsMatchTheEngine(t *testing.T) {
+	src, err := os.ReadFile("mirror/metrics.go")
+	if err != nil {
+		t.Fatalf("reading the engine's metrics: %v", err)
+	}
+	name := regexp.MustCompile(`kafka_mirror_[a-z_]+`)
+	inCode := map[string]bool{}
+	for _, n := range name.FindAllString(string(src), -1) {
+		inCode[n] = true
+	}
+	inREADME := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(kafka_mirror_[a-z_]+)` \\|").FindAllStringSubmatch(readREADME(t), -1) {
+		inREADME[m[1]] = true
+	}
+	for n := range inCode {
+		if !inREADME[n] {
+			t.Errorf("the engine defines %s, but the README's metrics table does not list it", n)
+		}
+	}
+	for n := range inREADME {
+		if !inCode[n] {
+			t.Errorf("the README lists %s, which mirror/metrics.go does not define", n)
+		}
+	}
+	if len(inCode) < 10 {
+		t.Errorf("found only %d metric names in mirror/metrics.go; has the file moved?", len(inCode))
+	}
+}
