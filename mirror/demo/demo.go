@@ -215,7 +215,6 @@ type demo struct {
 	failed      chan error
 	states      []topicState
 	metrics     engineMetrics
-	scraped     time.Time
 
 	produced *audit.Produced
 	result   *Result
@@ -522,10 +521,20 @@ func (d *demo) watch(ctx context.Context) error {
 	defer t.Stop()
 	var last engineMetrics
 	var lastAt time.Time
+	failures := 0
 	for {
 		states, err := d.observer.snapshot()
-		if err != nil && ctx.Err() == nil {
-			return err
+		if err != nil {
+			// A metadata refresh can fail for a moment (a partition just created has
+			// no leader yet); only a cluster that stays unreadable ends the demo.
+			if failures++; failures > 10 && ctx.Err() == nil {
+				return err
+			}
+			d.mu.Lock()
+			states = d.states
+			d.mu.Unlock()
+		} else {
+			failures = 0
 		}
 		d.mu.Lock()
 		p, expected := d.engine, d.expected
@@ -553,7 +562,7 @@ func (d *demo) watch(ctx context.Context) error {
 			lastAt = time.Time{}
 		}
 		d.mu.Lock()
-		d.states, d.metrics, d.scraped = states, m, time.Now()
+		d.states, d.metrics = states, m
 		restartedAt := d.restartedAt
 		resumed := !restartedAt.IsZero() && m.Records > 0
 		if resumed {
