@@ -120,13 +120,19 @@ func TestReportTargets(t *testing.T) {
 		return &engineResult{Rate: rate{Records: int(rps), Bytes: int64(rps) * 210, Elapsed: time.Second}, MaxRSS: rss, CPUPerMillion: 5}
 	}
 	r := newReport(options{records: 1000, bigRecords: 5000})
-	r.Rounds = []round{{
-		ProduceLimit: limitResult{Rate: rate{Records: 100, Elapsed: time.Second}},
-		ConsumeLimit: limitResult{Rate: rate{Records: 200, Elapsed: time.Second}},
-		Pipe:         limitResult{Rate: rate{Records: 100, Elapsed: time.Second}},
-		Engine:       eng(90, 100<<20), EngineFast: eng(99, 0), EngineCEL: eng(72, 0),
-	}}
-	r.Rounds[0].computeRatios()
+	// Three identical rounds but for the engine's peak RSS: 90, 100 and 95 MiB.
+	for _, rss := range []int64{90 << 20, 100 << 20, 95 << 20} {
+		x := round{
+			ProduceLimit: limitResult{Rate: rate{Records: 100, Elapsed: time.Second}},
+			ConsumeLimit: limitResult{Rate: rate{Records: 200, Elapsed: time.Second}},
+			Pipe:         limitResult{Rate: rate{Records: 100, Elapsed: time.Second}},
+			Engine:       eng(90, rss), EngineFast: eng(99, 0), EngineCEL: eng(72, 0),
+		}
+		x.computeRatios()
+		r.Rounds = append(r.Rounds, x)
+	}
+	// +5% over the highest 1M peak (100 MiB), +10.5% over the median (95 MiB): peaks
+	// are compared with peaks.
 	r.Big = eng(90, 105<<20)
 	r.Big.Records = 5000
 	r.Throttled = []throttleResult{{MaxInFlightPerPartition: 10, Partitions: 8, MaxInFlight: 81}}
