@@ -91,8 +91,12 @@ func TestParseOptions(t *testing.T) {
 		"quick shrinks what was not set": {args: []string{"--quick", "--rounds", "3"}, check: func(o options) bool {
 			return o.records == 100_000 && o.rounds == 3 && o.latencyTime == 5*time.Second && strings.Contains(o.out, "kafka-mirror-bench")
 		}},
-		"big run must be bigger":  {args: []string{"--records", "10", "--big-records", "5"}, wantErr: "--big-records"},
-		"bad throttle in-flight":  {args: []string{"--throttle-inflight", "10,x"}, wantErr: "--throttle-inflight"},
+		"big run must be bigger": {args: []string{"--records", "10", "--big-records", "5"}, wantErr: "--big-records"},
+		"bad throttle in-flight": {args: []string{"--throttle-inflight", "10,x"}, wantErr: "--throttle-inflight"},
+		"engine environment": {args: []string{"--engine-env", "GOGC=200, GOMEMLIMIT=150MiB"}, check: func(o options) bool {
+			return len(o.engineEnv) == 2 && o.engineEnv[0] == "GOGC=200" && o.engineEnv[1] == "GOMEMLIMIT=150MiB"
+		}},
+		"bad engine environment":  {args: []string{"--engine-env", "GOGC"}, wantErr: "--engine-env"},
 		"no records":              {args: []string{"--records", "0"}, wantErr: "--records"},
 		"big run can be disabled": {args: []string{"--big-records", "0"}, check: func(o options) bool { return o.bigRecords == 0 }},
 	}

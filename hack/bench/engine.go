@@ -113,9 +113,9 @@ func (p *engineProcess) sampleRSS() {
 }
 
 // startEngine writes c to dir and starts `bin... run --config` on it, with its log in
-// dir. bin is the command and its leading arguments (the profile pass re-runs the
+// dir and env added to its environment. bin is the command and its leading arguments (the profile pass re-runs the
 // benchmark binary with profile flags).
-func startEngine(bin []string, dir, name string, c *config.Config) (*engineProcess, error) {
+func startEngine(bin, env []string, dir, name string, c *config.Config) (*engineProcess, error) {
 	data, err := config.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("while rendering the %s engine config: %w", name, err)
@@ -132,6 +132,7 @@ func startEngine(bin []string, dir, name string, c *config.Config) (*engineProce
 	args := append(append([]string{}, bin[1:]...), "run", "--config", cfgPath, "--log-format", "json", "--log-level", "info")
 	cmd := exec.Command(bin[0], args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), env...)
 	// Its own process group keeps a Ctrl-C on the benchmark from reaching the engine
 	// directly; Pdeathsig stops it if the benchmark dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -49,7 +49,7 @@ func (b *bench) latency(ctx context.Context) (latencyResult, error) {
 		if err != nil {
 			return err
 		}
-		p, err := startEngine(b.engineBin, b.workDir, name, cfg)
+		p, err := startEngine(b.engineBin, b.o.engineEnv, b.workDir, name, cfg)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -28,6 +29,7 @@ type options struct {
 	streams        int
 	out            string
 	engineBin      string
+	engineEnv      []string
 	profile        bool
 	profileFilter  bool
 	quick          bool
@@ -51,6 +53,7 @@ func parseOptions(args []string) (options, error) {
 	inflight := fs.String("throttle-inflight", "10000,1000", "maxInFlightPerPartition of the throttled-target runs, comma-separated")
 	fs.IntVar(&o.streams, "streams", 0, "the engine's streams (0: the config default)")
 	fs.StringVar(&o.out, "out", "", "directory for results.json and results.md (default docs/benchmarks, or a temporary directory with --quick)")
+	env := fs.String("engine-env", "", "environment variables added to every engine process, comma-separated (for example GOGC=200,GOMEMLIMIT=150MiB)")
 	fs.StringVar(&o.engineBin, "engine-bin", "", "a built kafka-mirror binary to run (default: build one from this checkout)")
 	fs.BoolVar(&o.profile, "profile", false, "also run the engine once with CPU, allocation, heap and mutex profiling, into docs/benchmarks/engine-*.prof")
 	fs.BoolVar(&o.profileFilter, "profile-filter", false, "profile the engine with the CEL filter rather than without handlers")
@@ -76,6 +79,15 @@ func parseOptions(args []string) (options, error) {
 				apply()
 			}
 		}
+	}
+	for _, kv := range strings.Split(*env, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return o, fmt.Errorf("--engine-env: %q is not KEY=VALUE", kv)
+		}
+		o.engineEnv = append(o.engineEnv, kv)
 	}
 	var err error
 	if o.throttleLimits, err = parseInts(*inflight); err != nil {

@@ -222,21 +222,22 @@ type target struct {
 
 // settings are the workload and machine the results belong to.
 type settings struct {
-	Records          int     `json:"records"`
-	BigRecords       int     `json:"bigRecords"`
-	ValueSize        int     `json:"valueSize"`
-	Partitions       int     `json:"partitions"`
-	Brokers          int     `json:"brokersPerCluster"`
-	Rounds           int     `json:"rounds"`
-	Streams          int     `json:"streams"`
-	LatencyRate      int     `json:"latencyRecordsPerSecond"`
-	LatencySeconds   float64 `json:"latencySeconds"`
-	ThrottleBytes    int64   `json:"throttleBytesPerSecond"`
-	ThrottleSeconds  float64 `json:"throttleSeconds"`
-	Quick            bool    `json:"quick"`
-	CELFilter        string  `json:"celFilter"`
-	KeyBytes         int     `json:"keyBytes"`
-	HeadersPerRecord int     `json:"headersPerRecord"`
+	Records          int      `json:"records"`
+	BigRecords       int      `json:"bigRecords"`
+	ValueSize        int      `json:"valueSize"`
+	Partitions       int      `json:"partitions"`
+	Brokers          int      `json:"brokersPerCluster"`
+	Rounds           int      `json:"rounds"`
+	Streams          int      `json:"streams"`
+	LatencyRate      int      `json:"latencyRecordsPerSecond"`
+	LatencySeconds   float64  `json:"latencySeconds"`
+	ThrottleBytes    int64    `json:"throttleBytesPerSecond"`
+	ThrottleSeconds  float64  `json:"throttleSeconds"`
+	Quick            bool     `json:"quick"`
+	CELFilter        string   `json:"celFilter"`
+	KeyBytes         int      `json:"keyBytes"`
+	HeadersPerRecord int      `json:"headersPerRecord"`
+	EngineEnv        []string `json:"engineEnv,omitempty"`
 }
 
 // report is everything one run measured; it is written as results.json and results.md.
@@ -274,7 +275,7 @@ func newReport(o options) *report {
 			Records: o.records, BigRecords: o.bigRecords, ValueSize: o.valueSize, Partitions: o.partitions,
 			Brokers: o.brokers, Rounds: o.rounds, Streams: o.streams, LatencyRate: o.latencyRate,
 			LatencySeconds: o.latencyTime.Seconds(), ThrottleBytes: o.throttle, ThrottleSeconds: o.throttleTime.Seconds(),
-			Quick: o.quick, CELFilter: celFilter, KeyBytes: len("key-000000"), HeadersPerRecord: 2,
+			Quick: o.quick, CELFilter: celFilter, KeyBytes: len("key-000000"), HeadersPerRecord: 2, EngineEnv: o.engineEnv,
 		},
 		started: time.Now(),
 	}
@@ -475,6 +476,9 @@ func (r *report) markdown(w io.Writer) {
 		r.Date, r.Commit, r.Cores, r.CPUModel, r.OS, r.Arch, r.GoVersion, r.Seconds)
 	fmt.Fprintf(w, "| workload | %s records, %d-byte values, %d-byte keys, %d headers, %d partitions, %d brokers per kfake cluster, %d round(s)%s |\n\n",
 		fmtCount(s.Records), s.ValueSize, s.KeyBytes, s.HeadersPerRecord, s.Partitions, s.Brokers, s.Rounds, map[bool]string{true: ", --quick"}[s.Quick])
+	if len(s.EngineEnv) > 0 {
+		fmt.Fprintf(w, "Engine environment: `%s`.\n\n", strings.Join(s.EngineEnv, " "))
+	}
 
 	fmt.Fprintf(w, "## Results\n\n")
 	rows := r.tableRows()

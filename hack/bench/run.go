@@ -357,7 +357,7 @@ func (b *bench) engineRun(ctx context.Context, spec engineSpec, bin []string, wa
 			return err
 		}
 		defer counter.close()
-		p, err := startEngine(bin, b.workDir, name, cfg)
+		p, err := startEngine(bin, b.o.engineEnv, b.workDir, name, cfg)
 		if err != nil {
 			return err
 		}
@@ -402,7 +402,7 @@ func (b *bench) throttled(ctx context.Context, maxInFlight int) (throttleResult,
 		if err != nil {
 			return err
 		}
-		p, err := startEngine(b.engineBin, b.workDir, name, cfg)
+		p, err := startEngine(b.engineBin, b.o.engineEnv, b.workDir, name, cfg)
 		if err != nil {
 			return err
 		}
