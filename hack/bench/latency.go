@@ -45,7 +45,7 @@ func (b *bench) latency(ctx context.Context) (latencyResult, error) {
 			return err
 		}
 		name := b.runName("latency")
-		cfg, err := engineConfig(engineSpec{name: "latency", noDataLoss: true, streams: b.o.streams}, b.srcBrokers, target, "bench-"+name, latencyTopic, addr)
+		cfg, err := engineConfig(engineSpec{name: "latency", noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight}, b.srcBrokers, target, "bench-"+name, latencyTopic, addr)
 		if err != nil {
 			return err
 		}

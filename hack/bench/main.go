@@ -27,6 +27,7 @@ type options struct {
 	throttleTime   time.Duration
 	throttleLimits []int
 	streams        int
+	maxInFlight    int
 	out            string
 	engineBin      string
 	engineEnv      []string
@@ -52,6 +53,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.throttleTime, "throttle-duration", 15*time.Second, "duration of each throttled-target run (0 skips them)")
 	inflight := fs.String("throttle-inflight", "10000,1000", "maxInFlightPerPartition of the throttled-target runs, comma-separated")
 	fs.IntVar(&o.streams, "streams", 0, "the engine's streams (0: the config default)")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", 0, "the engine's maxInFlightPerPartition outside the throttled runs (0: the config default)")
 	fs.StringVar(&o.out, "out", "", "directory for results.json and results.md (default docs/benchmarks, or a temporary directory with --quick)")
 	env := fs.String("engine-env", "", "environment variables added to every engine process, comma-separated (for example GOGC=200,GOMEMLIMIT=150MiB)")
 	fs.StringVar(&o.engineBin, "engine-bin", "", "a built kafka-mirror binary to run (default: build one from this checkout)")

@@ -155,7 +155,7 @@ func (b *bench) profiledRun(ctx context.Context) (profileResult, error) {
 	}
 	bin := []string{self, profiledEngineCommand, "--cpu", res.CPUProfile, "--allocs", res.AllocProfile,
 		"--heap", res.HeapProfile, "--mutex", res.MutexProfile}
-	spec := engineSpec{name: "profiled", noDataLoss: true, streams: b.o.streams, partial: b.o.bigRecords > b.o.records}
+	spec := engineSpec{name: "profiled", noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight, partial: b.o.bigRecords > b.o.records}
 	if b.o.profileFilter {
 		spec.filter = celFilter
 		res.Filter = celFilter

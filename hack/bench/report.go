@@ -229,6 +229,7 @@ type settings struct {
 	Brokers          int      `json:"brokersPerCluster"`
 	Rounds           int      `json:"rounds"`
 	Streams          int      `json:"streams"`
+	MaxInFlight      int      `json:"maxInFlightPerPartition"`
 	LatencyRate      int      `json:"latencyRecordsPerSecond"`
 	LatencySeconds   float64  `json:"latencySeconds"`
 	ThrottleBytes    int64    `json:"throttleBytesPerSecond"`
@@ -273,7 +274,7 @@ func newReport(o options) *report {
 		CPUModel:  cpuModel(),
 		Settings: settings{
 			Records: o.records, BigRecords: o.bigRecords, ValueSize: o.valueSize, Partitions: o.partitions,
-			Brokers: o.brokers, Rounds: o.rounds, Streams: o.streams, LatencyRate: o.latencyRate,
+			Brokers: o.brokers, Rounds: o.rounds, Streams: o.streams, MaxInFlight: o.maxInFlight, LatencyRate: o.latencyRate,
 			LatencySeconds: o.latencyTime.Seconds(), ThrottleBytes: o.throttle, ThrottleSeconds: o.throttleTime.Seconds(),
 			Quick: o.quick, CELFilter: celFilter, KeyBytes: len("key-000000"), HeadersPerRecord: 2, EngineEnv: o.engineEnv,
 		},

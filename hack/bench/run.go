@@ -162,7 +162,7 @@ func (b *bench) measure(ctx context.Context, rep *report) error {
 		if _, err := preload(ctx, b.srcBrokers, b.gen, dataTopic, int32(b.o.partitions), b.o.records, more); err != nil {
 			return err
 		}
-		res, err := b.engineThroughput(ctx, engineSpec{name: "big", noDataLoss: true, streams: b.o.streams}, b.o.bigRecords)
+		res, err := b.engineThroughput(ctx, engineSpec{name: "big", noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight}, b.o.bigRecords)
 		if err != nil {
 			return err
 		}
@@ -206,17 +206,17 @@ func (b *bench) throughputRounds(ctx context.Context, rep *report) error {
 	if !b.o.skipEngine {
 		steps = append(steps,
 			step{"engine", func(r *round) error {
-				res, err := b.engineThroughput(ctx, engineSpec{name: "engine", noDataLoss: true, streams: b.o.streams}, n)
+				res, err := b.engineThroughput(ctx, engineSpec{name: "engine", noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight}, n)
 				r.Engine = &res
 				return err
 			}},
 			step{"engine, noDataLoss: false", func(r *round) error {
-				res, err := b.engineThroughput(ctx, engineSpec{name: "engine-fast", noDataLoss: false, streams: b.o.streams}, n)
+				res, err := b.engineThroughput(ctx, engineSpec{name: "engine-fast", noDataLoss: false, streams: b.o.streams, maxInFlight: b.o.maxInFlight}, n)
 				r.EngineFast = &res
 				return err
 			}},
 			step{"engine with CEL filter", func(r *round) error {
-				res, err := b.engineThroughput(ctx, engineSpec{name: "engine-cel", noDataLoss: true, filter: celFilter, streams: b.o.streams}, n)
+				res, err := b.engineThroughput(ctx, engineSpec{name: "engine-cel", noDataLoss: true, filter: celFilter, streams: b.o.streams, maxInFlight: b.o.maxInFlight}, n)
 				r.EngineCEL = &res
 				return err
 			}},
