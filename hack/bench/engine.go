@@ -195,6 +195,9 @@ func (p *engineProcess) logTail() string {
 	return strings.Join(lines, "\n")
 }
 
+// errStopped is returned by waits that ended because the engine process exited.
+var errStopped = errors.New("the engine process exited")
+
 // exitedError describes an engine that ended before it was asked to.
 func (p *engineProcess) exitedError() error {
 	return fmt.Errorf("%w early (%v); last log lines of %s:\n%s", errStopped, p.waitErr, p.logPath, p.logTail())

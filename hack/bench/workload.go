@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
@@ -135,6 +134,3 @@ func preload(ctx context.Context, brokers []string, g *recordGen, topic string, 
 	}
 	return elapsed, nil
 }
-
-// errStopped is returned by waits that ended because the engine process exited.
-var errStopped = errors.New("the engine process exited")
