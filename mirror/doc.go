@@ -10,6 +10,8 @@
 //   - record.go: the per-record hot path from a source record to a producer message;
 //   - producer.go: the shared producer and the goroutine that turns acks into tracker
 //     acks (and a send that finally failed into the engine's error);
+//   - delivery.go: the deliveryTimeout watch, which stops the engine when a record has
+//     waited longer than deliveryTimeout for the target's ack;
 //   - commit.go: the commit step, behind a small interface so that an exactly-once
 //     implementation (offsets stored in the target's transaction) can replace it;
 //   - targets.go: the check that a target topic exists with enough partitions, so that

@@ -11,12 +11,24 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
+)
+
+// fatalDrainLimit bounds the wait for the producer after a fatal error: the streams
+// have already committed everything acked, so waiting longer only delays the restart.
+const fatalDrainLimit = 3 * time.Second
+
+// Backoff between attempts to connect to the clusters at start: never a hot loop, and
+// a cluster that comes back is found within connectRetryMax.
+const (
+	connectRetryMin = time.Second
+	connectRetryMax = 30 * time.Second
 )
 
 // drainMargin is kept free inside the group's rebalance timeout after the drain, for
@@ -58,6 +70,10 @@ type Engine struct {
 	joined     atomic.Int64
 	streamSeen []atomic.Bool
 
+	// connectErr is the last failure to connect at start, nil once connected.
+	connectErr atomic.Pointer[error]
+	connected  atomic.Bool
+
 	runOnce  atomic.Bool
 	failOnce sync.Once
 	failErr  error
@@ -80,7 +96,9 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("while building the handler chain: %w", err)
 	}
-	listener, err := handler.NewListener(cfg.RebalanceListener, handler.WithLogger(o.log))
+	m := newMetrics()
+	listener, err := handler.NewListener(cfg.RebalanceListener, handler.WithLogger(o.log),
+		handler.OnListenerError(func(string, error) { m.listenerErrors.Inc() }))
 	if err != nil {
 		return nil, fmt.Errorf("while building the rebalance listener: %w", err)
 	}
@@ -99,7 +117,7 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 		listener:    listener,
 		sel:         sel,
 		preserve:    cfg.Partitioning == config.PartitioningPreserve,
-		metrics:     newMetrics(),
+		metrics:     m,
 		topics:      newTopicSet(),
 		streamSeen:  make([]atomic.Bool, cfg.Streams),
 		failed:      make(chan struct{}),
@@ -110,7 +128,10 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 
 	reg := o.registerer
 	if reg == nil {
+		// The engine's own registry also exports the Go runtime and process metrics
+		// (memory, goroutines, CPU, open files) that the default registry would have.
 		r := prometheus.NewRegistry()
+		r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		reg, e.gatherer = r, r
 	} else if g, ok := reg.(prometheus.Gatherer); ok {
 		e.gatherer = g
@@ -173,9 +194,19 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.cancel = cancel
 	e.abortMu.Unlock()
 
-	conns, err := e.connect()
-	if err != nil {
+	// Background work that serves the streams: metrics endpoint, topic loop, progress,
+	// delivery watch. /healthz and /readyz answer while the engine connects.
+	bg, bgCtx := errgroup.WithContext(ctx)
+	stopBackground := func() { cancel(); _ = bg.Wait() }
+	if err := e.startHTTP(bgCtx, bg); err != nil {
+		stopBackground()
 		return err
+	}
+	conns, err := e.connectWithRetry(ctx)
+	if err != nil {
+		stopBackground()
+		// Only ctx ending (a stop or Abort) ends the retries; that is not an error.
+		return nil
 	}
 	defer conns.close()
 	producerOpen := true
@@ -185,13 +216,6 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}()
 
-	// Background work that serves the streams: metrics endpoint, topic loop, progress.
-	bg, bgCtx := errgroup.WithContext(ctx)
-	stopBackground := func() { cancel(); _ = bg.Wait() }
-	if err := e.startHTTP(bgCtx, bg); err != nil {
-		stopBackground()
-		return err
-	}
 	tl := newTopicLoop(e, conns)
 	if err := tl.runOnce(ctx); err != nil {
 		stopBackground()
@@ -199,6 +223,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	bg.Go(func() error { tl.run(bgCtx); return nil })
 	bg.Go(func() error { e.logProgress(bgCtx); return nil })
+	bg.Go(func() error { e.watchDelivery(bgCtx); return nil })
 
 	// Acks are read until the producer is closed, after the streams drained.
 	acksDone := make(chan struct{})
@@ -220,12 +245,17 @@ func (e *Engine) Run(ctx context.Context) error {
 	// The streams have committed what was acked; records still in flight are not
 	// committed and will be mirrored again after a restart. A target that stopped
 	// answering must not hold the process past its grace period, so the wait for the
-	// producer is bounded like the drain.
+	// producer is bounded like the drain; after a fatal error nothing more will be
+	// committed and the producer is likely stuck on the failure, so the wait is short.
+	limit := e.drainLimit
+	if e.isFailed() {
+		limit = min(limit, fatalDrainLimit)
+	}
 	select {
 	case <-acksDone:
-	case <-time.After(e.drainLimit):
+	case <-time.After(limit):
 		e.log.Info("Stopped waiting for the target to ack the records in flight; they are not committed and will be mirrored again after a restart",
-			"waited", e.drainLimit)
+			"waited", limit)
 	}
 
 	select {
@@ -296,6 +326,12 @@ func (e *Engine) Ready() error {
 	if e.isFailed() {
 		return fmt.Errorf("stopped: %w", e.failErr)
 	}
+	if err := e.connectErr.Load(); err != nil {
+		return fmt.Errorf("not connected, retrying: %w", *err)
+	}
+	if !e.connected.Load() {
+		return errors.New("connecting to the clusters")
+	}
 	if list, _ := e.topics.get(); len(list) == 0 {
 		return fmt.Errorf("no source topic matches topics.include %q (minus topics.exclude)", e.cfg.Topics.Include)
 	}
@@ -319,6 +355,35 @@ func (c *connections) close() {
 		if cl != nil {
 			_ = cl.Close()
 		}
+	}
+}
+
+// connectWithRetry connects to both clusters, retrying with capped exponential backoff
+// until it succeeds or ctx ends. Every failure is retried, bad credentials and
+// untrusted certificates included: connect reads the credential and certificate files
+// again on each attempt, so a corrected Secret (which the kubelet updates in the
+// mounted volume) is picked up without a restart. Each failed attempt logs one error
+// line naming the cluster and the cause, and /readyz answers with it.
+func (e *Engine) connectWithRetry(ctx context.Context) (*connections, error) {
+	wait := connectRetryMin
+	for attempt := 1; ; attempt++ {
+		conns, err := e.connect()
+		if err == nil {
+			e.connectErr.Store(nil)
+			e.connected.Store(true)
+			if attempt > 1 {
+				e.log.Info("Connected to the clusters", "attempts", attempt)
+			}
+			return conns, nil
+		}
+		e.connectErr.Store(&err)
+		e.log.Error(err, "Failed to connect; retrying", "attempt", attempt, "backoff", wait)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, connectRetryMax)
 	}
 }
 

@@ -8,19 +8,20 @@ import (
 
 // Metric names, fixed by the design so that dashboards and alerts can be written once.
 const (
-	metricRecords    = "kafka_mirror_records_total"
-	metricBytes      = "kafka_mirror_bytes_total"
-	metricFiltered   = "kafka_mirror_filtered_records_total"
-	metricSkipped    = "kafka_mirror_skipped_records_total"
-	metricInFlight   = "kafka_mirror_inflight_records"
-	metricCommitted  = "kafka_mirror_committed_offset"
-	metricLag        = "kafka_mirror_lag_records"
-	metricWaiting    = "kafka_mirror_waiting_for_target"
-	metricAge        = "kafka_mirror_record_age_seconds"
-	metricLatency    = "kafka_mirror_replication_latency_seconds"
-	metricSendErrors = "kafka_mirror_send_errors_total"
-	metricCommits    = "kafka_mirror_commits_total"
-	metricRebalances = "kafka_mirror_rebalances_total"
+	metricRecords     = "kafka_mirror_records_total"
+	metricBytes       = "kafka_mirror_bytes_total"
+	metricFiltered    = "kafka_mirror_filtered_records_total"
+	metricSkipped     = "kafka_mirror_skipped_records_total"
+	metricInFlight    = "kafka_mirror_inflight_records"
+	metricCommitted   = "kafka_mirror_committed_offset"
+	metricLag         = "kafka_mirror_lag_records"
+	metricWaiting     = "kafka_mirror_waiting_for_target"
+	metricAge         = "kafka_mirror_record_age_seconds"
+	metricLatency     = "kafka_mirror_replication_latency_seconds"
+	metricSendErrors  = "kafka_mirror_send_errors_total"
+	metricCommits     = "kafka_mirror_commits_total"
+	metricRebalances  = "kafka_mirror_rebalances_total"
+	metricListenerErr = "kafka_mirror_listener_errors_total"
 )
 
 var partitionLabels = []string{"topic", "partition"}
@@ -34,6 +35,9 @@ type metrics struct {
 	sendErrors prometheus.Counter
 	commits    prometheus.Counter
 	rebalances prometheus.Counter
+	// listenerErrors counts failures of the rebalance listener (errors, panics, calls
+	// past the listener timeout), which the handler package contains and never returns.
+	listenerErrors prometheus.Counter
 
 	records, bytes, filtered, skipped, inFlight, committed, lag, waiting *prometheus.Desc
 }
@@ -64,6 +68,9 @@ func newMetrics() *metrics {
 		rebalances: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: metricRebalances, Help: "Consumer-group sessions started by this process's streams.",
 		}),
+		listenerErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: metricListenerErr, Help: "Rebalance listener calls that failed, panicked or ran past the listener timeout.",
+		}),
 		records:   d(metricRecords, "Records written to the target and acked, by source partition."),
 		bytes:     d(metricBytes, "Key and value bytes of acked records, by source partition."),
 		filtered:  d(metricFiltered, "Source records dropped by the handler chain."),
@@ -77,7 +84,7 @@ func newMetrics() *metrics {
 
 func (m *metrics) register(r prometheus.Registerer, parts *partitionRegistry) error {
 	for _, c := range []prometheus.Collector{
-		m.recordAge, m.latency, m.sendErrors, m.commits, m.rebalances,
+		m.recordAge, m.latency, m.sendErrors, m.commits, m.rebalances, m.listenerErrors,
 		&partitionCollector{m: m, parts: parts},
 	} {
 		if err := r.Register(c); err != nil {

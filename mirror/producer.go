@@ -104,10 +104,14 @@ func (e *Engine) acked(o *outMsg) {
 // sendFailed stops the engine: the record stays un-acked, so no commit passes it, and
 // the restarted engine sends it again.
 //
-// sarama's idempotent producer bumps its epoch after a refused batch and still sends
-// the batches already queued behind it, so later records of the same partition may
-// reach the target before the engine stops. Nothing is lost, but after the restart
-// those records are on the target twice, the first copies before the refused record.
+// The producer hands a record back only when no retry can help (the target refused it
+// for good, for example as too large or not authorised) or after retrying it for at
+// least deliveryTimeout (kafka.ProducerConfig: produce retries and leader lookups both
+// back off for that long, in order). A refusal is not retried by the engine: sarama's
+// idempotent producer bumps its epoch after it and goes on with the batches already
+// queued behind it, so later records of the same partition may reach the target before
+// the engine stops. Nothing is lost, but after the restart those records are on the
+// target twice, the first copies before the refused record.
 func (e *Engine) sendFailed(pe *sarama.ProducerError) {
 	e.sendErrors.Add(1)
 	e.metrics.sendErrors.Inc()
@@ -116,6 +120,6 @@ func (e *Engine) sendFailed(pe *sarama.ProducerError) {
 		e.fail(fmt.Errorf("while writing to target topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, pe.Err))
 		return
 	}
-	e.fail(fmt.Errorf("while writing source record %s/%d offset %d to target topic %q partition %d: %w",
-		o.part.topic, o.part.partition, o.sourceOffset, pe.Msg.Topic, pe.Msg.Partition, pe.Err))
+	e.fail(fmt.Errorf("while writing source record %s/%d offset %d to target topic %q partition %d (read %v ago): %w",
+		o.part.topic, o.part.partition, o.sourceOffset, pe.Msg.Topic, pe.Msg.Partition, time.Since(o.readAt).Round(time.Millisecond), pe.Err))
 }

@@ -61,17 +61,30 @@ func TestMirrorFromSASLSource(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The same source with a wrong password: Run fails at once, naming the source.
+	// The same source with a wrong password: the engine keeps retrying to connect, is
+	// not ready and says why, naming the source and its password file. Each attempt
+	// reads the file again, so correcting it (as a corrected Secret is updated in the
+	// pod's volume) lets the engine start without a restart.
 	if err := os.WriteFile(pwFile, []byte("wrong"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(cfg, WithLogger(testLogger(t)))
-	if err != nil {
+	r = startEngine(t, cfg, testLogger(t))
+	time.Sleep(1500 * time.Millisecond)
+	select {
+	case <-r.done:
+		t.Fatalf("Run returned with a wrong password: %v; want it to keep retrying", r.err)
+	default:
+	}
+	err = r.e.Ready()
+	if err == nil || !strings.Contains(err.Error(), "while connecting to the source cluster") || !strings.Contains(err.Error(), "source.sasl.passwordFile") {
+		t.Fatalf("Ready() with a wrong password = %v, want an error naming the source cluster and its password file", err)
+	}
+	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err = e.Run(t.Context())
-	if err == nil || !strings.Contains(err.Error(), "while connecting to the source cluster") || !strings.Contains(err.Error(), "source.sasl.passwordFile") {
-		t.Fatalf("Run with a wrong password = %v, want an error naming the source cluster and its password file", err)
+	waitFor(t, 30*time.Second, "ready after the password was corrected", func() bool { return r.e.Ready() == nil })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
 	}
 }
 

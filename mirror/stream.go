@@ -202,8 +202,17 @@ func (s *stream) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Con
 		e.fail(err)
 	}
 	if !e.isFailed() {
+		// A fatal error during the drain ends it: nothing more will be committed past
+		// the failure, and the stop must not wait for a target that cannot deliver.
 		ctx, cancel := context.WithTimeout(context.Background(), e.drainLimit)
-		if err := c.tracker.WaitBelow(ctx, 1); err != nil {
+		go func() {
+			select {
+			case <-e.failed:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if err := c.tracker.WaitBelow(ctx, 1); err != nil && !e.isFailed() {
 			s.log.Info("Timed out draining a released partition; committing what the target acked",
 				"topic", c.topic, "partition", part.partition, "inFlight", c.tracker.InFlight(), "drainLimit", e.drainLimit)
 		}

@@ -296,6 +296,15 @@ func TestProducerAndConsumerPolicy(t *testing.T) {
 			if total < tc.minRetryTotal {
 				t.Fatalf("retries back off for %v in total, want at least %v", total, tc.minRetryTotal)
 			}
+			// A leader lookup (metadata refresh) must not give up before deliveryTimeout
+			// either: sarama fails a record at once when it finds no leader.
+			var metaTotal time.Duration
+			for i := 0; tc.minRetryTotal > 0 && i < pc.Metadata.Retry.Max; i++ {
+				metaTotal += pc.Metadata.Retry.BackoffFunc(i, pc.Metadata.Retry.Max)
+			}
+			if tc.minRetryTotal > 0 && (pc.Metadata.Timeout < tc.minRetryTotal || metaTotal < tc.minRetryTotal) {
+				t.Fatalf("metadata refresh gives up after %v (timeout) / %v (summed backoff), want at least %v", pc.Metadata.Timeout, metaTotal, tc.minRetryTotal)
+			}
 			cc, err := ConsumerConfig(tc.cfg)
 			if err != nil {
 				t.Fatal(err)

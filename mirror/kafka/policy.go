@@ -43,6 +43,7 @@ func ProducerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
 		sc.Net.MaxOpenRequests = 1
 		p.Retry.Max = retriesFor(c.DeliveryTimeout.Duration)
 		p.Retry.BackoffFunc = backoff
+		keepLookingForLeaders(sc, c.DeliveryTimeout.Duration)
 	} else {
 		p.RequiredAcks = sarama.WaitForLocal
 		p.Idempotent = false
@@ -51,6 +52,24 @@ func ProducerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
 		p.Retry.BackoffFunc = backoff
 	}
 	return sc, sc.Validate()
+}
+
+// keepLookingForLeaders makes the producer's metadata refresh retry, with backoff, for
+// at least timeout before it fails.
+//
+// sarama's partition producer hands a record back as failed as soon as it cannot find
+// the partition's leader, whatever Producer.Retry.Max says, and it looks for the
+// leader with one metadata refresh (3 tries, 250 ms apart by default). A target that is
+// unreachable for a second would therefore fail sends at once. With the refresh
+// retrying for timeout, the partition producer blocks while the leader is unknown:
+// the partition's records wait in order behind the one being retried (so order is
+// kept and the engine feels backpressure), and they flow again as soon as the target
+// answers. The extra retryBackoffMax covers the last backoff sarama skips when it
+// would pass the deadline, so that no send fails before timeout.
+func keepLookingForLeaders(sc *sarama.Config, timeout time.Duration) {
+	sc.Metadata.Timeout = timeout + retryBackoffMax
+	sc.Metadata.Retry.Max = retriesFor(sc.Metadata.Timeout) + 1
+	sc.Metadata.Retry.BackoffFunc = backoff
 }
 
 // ConsumerConfig returns the configuration of one consumer-group member on c.Source.
