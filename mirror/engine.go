@@ -377,7 +377,7 @@ func (e *Engine) connectWithRetry(ctx context.Context) (*connections, error) {
 			return conns, nil
 		}
 		e.connectErr.Store(&err)
-		e.log.Error(err, "Failed to connect; retrying", "attempt", attempt, "backoff", wait)
+		e.log.Error(err, "Failed to connect; retrying", "attempt", attempt, "backoff", wait.String())
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
