@@ -277,3 +277,33 @@ func httpGet(t *testing.T, url string) (int, string) {
 	}
 	return resp.StatusCode, string(b)
 }
+
+// TestStopWhileWaitingForTargetTopicDuringOutage stops the engine while a partition
+// waits for its target topic (it does not exist) and the target is unreachable. The
+// producer's client retries a metadata refresh for deliveryTimeout; the wait must not
+// hold the stop (or a rebalance) for that long.
+func TestStopWhileWaitingForTargetTopicDuringOutage(t *testing.T) {
+	const deliveryTimeout = 30 * time.Second
+	f := newFaultyNetwork()
+	c := newClusters(t, 1, f.opt())
+	w := newWorkload(1)
+	w.produce(t, c.source, 10)
+	cfg := c.testConfig(t, func(cfg *config.Config) {
+		cfg.SyncTopics = config.BoolPtr(false)
+		cfg.DeliveryTimeout = config.Duration{Duration: deliveryTimeout}
+	})
+	r := startEngine(t, cfg, testLogger(t))
+	waitFor(t, 20*time.Second, "the partition waiting for its target topic", func() bool {
+		s := r.e.Stats()
+		return len(s.Partitions) == 1 && s.Partitions[0].WaitingForTarget
+	})
+	f.setCut(true)
+	time.Sleep(2 * time.Second) // a refresh is now retrying against the cut target
+	start := time.Now()
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 8*time.Second {
+		t.Fatalf("the stop took %v, want well under deliveryTimeout %v", took, deliveryTimeout)
+	}
+}

@@ -178,7 +178,11 @@ func ValidateConfig(cfg *config.Config) error {
 	return errors.Join(errs...)
 }
 
-// Run mirrors until ctx ends or a fatal error happens. When ctx ends, every stream stops
+// Run mirrors until ctx ends or a fatal error happens. It first connects to both
+// clusters, retrying with backoff (1 s doubling to 30 s) for as long as it takes, so a
+// cluster that is down at start is waited for; /healthz and /readyz answer meanwhile.
+// A record the target has not acknowledged within deliveryTimeout is a fatal error.
+// When ctx ends, every stream stops
 // fetching, waits for its in-flight records to be acked, commits and leaves its group;
 // Run then returns nil. A fatal error (a send that finally failed, a handler error, a
 // committed offset that fell out of the source's retention) stops the engine the same
@@ -346,6 +350,7 @@ type connections struct {
 	sourceAdmin sarama.ClusterAdmin
 	targetAdmin sarama.ClusterAdmin
 	sourceMeta  sarama.Client
+	targetMeta  sarama.Client // the target admin's client
 	producer    sarama.AsyncProducer
 	target      sarama.Client
 }
@@ -418,6 +423,7 @@ func (e *Engine) connect() (*connections, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.targetMeta = tgtClient
 	if c.targetAdmin, err = sarama.NewClusterAdminFromClient(tgtClient); err != nil {
 		_ = tgtClient.Close()
 		return nil, fmt.Errorf("while creating the target cluster admin: %w", err)
@@ -434,7 +440,7 @@ func (e *Engine) connect() (*connections, error) {
 		return nil, fmt.Errorf("while creating the producer for the target cluster: %w", err)
 	}
 	e.producer = c.producer
-	e.targets = newTargetTopics(c.target, e.preserve)
+	e.targets = newTargetTopics(c.target, c.targetMeta, e.preserve)
 	ok = true
 	return c, nil
 }

@@ -15,27 +15,67 @@ const (
 	targetWaitMax = 10 * time.Second
 )
 
-// targetTopics answers whether a target topic exists and how many partitions it has,
-// from the producer's own client, so that the producer and this check agree. Its
-// metadata requests never auto-create topics (kafka.NewConfig turns that off).
+// targetTopics answers whether a target topic exists and how many partitions it has.
+// Its metadata requests never auto-create topics (kafka.NewConfig turns that off).
+//
+// Two clients take part. probe (the target admin's client) answers the question: its
+// metadata refresh fails within a second when the topic is missing or the target is
+// unreachable, so a waiting partition logs, backs off and notices ctx ending. client
+// (the producer's own) must agree before a record is sent, or sarama's manual
+// partitioner would refuse a partition it does not know yet; but it retries a refresh
+// for up to deliveryTimeout (kafka.ProducerConfig), so it is asked only once probe
+// found the topic ready, and never longer than ctx allows.
 type targetTopics struct {
 	client   sarama.Client
+	probe    sarama.Client
 	preserve bool
 }
 
-func newTargetTopics(client sarama.Client, preserve bool) *targetTopics {
-	return &targetTopics{client: client, preserve: preserve}
+func newTargetTopics(client, probe sarama.Client, preserve bool) *targetTopics {
+	return &targetTopics{client: client, probe: probe, preserve: preserve}
 }
 
 // check returns the topic's partition count when it can take a record for partition
 // (with preserve, the target needs more than partition partitions), or why it cannot.
-func (t *targetTopics) check(topic string, partition int32, refresh bool) (int32, error) {
+func (t *targetTopics) check(ctx context.Context, topic string, partition int32, refresh bool) (int32, error) {
 	if refresh {
-		if err := t.client.RefreshMetadata(topic); err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		if err := t.probe.RefreshMetadata(topic); err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
 			return 0, fmt.Errorf("while reading metadata of target topic %q: %w", topic, err)
 		}
 	}
-	parts, err := t.client.Partitions(topic)
+	n, err := t.partitions(t.probe, topic, partition)
+	if err != nil {
+		return n, err
+	}
+	// The producer's view, refreshed when it lags behind probe's (a new topic, more
+	// partitions). Reading it may refresh too, so the whole step is bounded by ctx.
+	type verdict struct {
+		n   int32
+		err error
+	}
+	done := make(chan verdict, 1)
+	go func() {
+		n, err := t.partitions(t.client, topic, partition)
+		if err != nil {
+			if rerr := t.client.RefreshMetadata(topic); rerr != nil {
+				err = fmt.Errorf("while reading metadata of target topic %q: %w", topic, rerr)
+			} else {
+				n, err = t.partitions(t.client, topic, partition)
+			}
+		}
+		done <- verdict{n, err}
+	}()
+	select {
+	case v := <-done:
+		return v.n, v.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// partitions is check's verdict from one client's cached metadata.
+func (t *targetTopics) partitions(client sarama.Client, topic string, partition int32) (int32, error) {
+	parts, err := client.Partitions(topic)
 	if err != nil {
 		if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
 			return 0, fmt.Errorf("target topic %q does not exist", topic)
@@ -63,7 +103,7 @@ func (e *Engine) awaitTarget(ctx context.Context, c *claimState, topic string, p
 	}
 	wait := targetWaitMin
 	for attempt := 0; ; attempt++ {
-		n, err := e.targets.check(topic, partition, attempt > 0)
+		n, err := e.targets.check(ctx, topic, partition, attempt > 0)
 		if err == nil {
 			c.readyTopic, c.readyParts = topic, n
 			if attempt > 0 {
