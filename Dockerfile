@@ -25,7 +25,7 @@ COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
     go build -trimpath \
-      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
+      -ldflags "-s -w -X github.com/kafka-mirror/kafka-mirror-operator/mirror/cli.version=${VERSION} -X github.com/kafka-mirror/kafka-mirror-operator/mirror/cli.commit=${COMMIT}" \
       -o /out/kafka-mirror .
 
 # distroless/static:nonroot has CA certificates and tzdata, no shell, and defaults to the

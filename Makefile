@@ -13,7 +13,8 @@ HELM := $(TOOLS)/helm-$(HELM_VERSION)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# The version variables live in mirror/cli, so a team's own image stamps the same ones.
+LDFLAGS := -s -w -X github.com/kafka-mirror/kafka-mirror-operator/mirror/cli.version=$(VERSION) -X github.com/kafka-mirror/kafka-mirror-operator/mirror/cli.commit=$(COMMIT)
 IMG ?= ghcr.io/kafka-mirror/kafka-mirror:$(VERSION)
 TEST_TIMEOUT ?= 30m
 

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/controllers"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/cli"
 )
 
 // defaultImageRepository is where release images are published; the default engine
@@ -47,7 +48,7 @@ holds operator and engine.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: in-cluster config, then $KUBECONFIG, then ~/.kube/config")
-	f.StringVar(&o.Image, "engine-image", envOr("KAFKA_MIRROR_IMAGE", defaultImageRepository+":"+version),
+	f.StringVar(&o.Image, "engine-image", envOr("KAFKA_MIRROR_IMAGE", defaultImageRepository+":"+cli.Version()),
 		"image of the mirror pods when a KafkaMirror sets no spec.pod.image (env KAFKA_MIRROR_IMAGE)")
 	f.StringVar(&o.watchNamespace, "watch-namespace", os.Getenv("WATCH_NAMESPACE"),
 		"comma-separated namespaces to watch; empty watches all (env WATCH_NAMESPACE)")
@@ -61,7 +62,7 @@ holds operator and engine.`,
 }
 
 func (o *managerOptions) run(cmd *cobra.Command) error {
-	log, err := logFlags.newLogger()
+	log, err := cli.NewLogger(cmd)
 	if err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	log.Info("Configured the operator", "version", version, "engineImage", o.Image,
+	log.Info("Configured the operator", "version", cli.Version(), "engineImage", o.Image,
 		"watchNamespaces", o.WatchNamespaces, "leaderElection", o.LeaderElection)
 	if err := mgr.Start(cmd.Context()); err != nil {
 		return fmt.Errorf("while running the manager: %w", err)

@@ -3,6 +3,8 @@ package main
 import (
 	"reflect"
 	"testing"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/cli"
 )
 
 func TestSplitNamespaces(t *testing.T) {
@@ -29,7 +31,7 @@ func TestManagerFlagDefaults(t *testing.T) {
 		want map[string]string
 	}{
 		"no environment": {
-			want: map[string]string{"engine-image": defaultImageRepository + ":" + version, "watch-namespace": "",
+			want: map[string]string{"engine-image": defaultImageRepository + ":" + cli.Version(), "watch-namespace": "",
 				"leader-elect": "false", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081"},
 		},
 		"from the environment": {

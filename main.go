@@ -1,41 +1,38 @@
 // Command kafka-mirror is the one binary of kafka-mirror-operator: the operator
 // (`manager`), the mirror engine (`run`), the embedded-cluster quick start (`demo`), the
 // config checker (`validate`) and `version`.
+//
+// The engine's commands live in package mirror/cli, so that a team can build the same
+// CLI with its own handlers (docs/custom-handlers.md); this main adds what needs the
+// operator: `manager`, `demo` and the KafkaMirror renderer of `validate -f`.
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCommand().ExecuteContext(ctx)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Execute(newRootCommand()))
 }
 
 func newRootCommand() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "kafka-mirror",
-		Short: "Mirror Kafka topics between clusters without losing data",
-		Long: `kafka-mirror mirrors Kafka topics from a source cluster to a target cluster.
+	root := cli.NewRootCommand(
+		cli.WithManifestRenderer(renderKafkaMirror),
+		cli.WithCommands(newManagerCommand(), newDemoCommand()),
+	)
+	root.Long = `kafka-mirror mirrors Kafka topics from a source cluster to a target cluster.
 It commits a source offset only after the target acknowledged every record up to it,
 keeps records in their source partition and keeps target partition counts in sync.
 
 Run it on Kubernetes as an operator (kafka-mirror manager) driven by KafkaMirror
 resources, or on its own from one YAML file (kafka-mirror run --config mirror.yaml).
 The same binary checks configs before they are applied (kafka-mirror validate) and shows
-the whole job on two embedded Kafka clusters (kafka-mirror demo).`,
-		Example: `  # See it work: two embedded clusters, a kill -9, and an audit of every record
+the whole job on two embedded Kafka clusters (kafka-mirror demo).`
+	root.Example = `  # See it work: two embedded clusters, a kill -9, and an audit of every record
   kafka-mirror demo
 
   # Mirror from one YAML file, outside Kubernetes
@@ -45,17 +42,6 @@ the whole job on two embedded Kafka clusters (kafka-mirror demo).`,
   kafka-mirror validate --config mirror.yaml
 
   # Run the operator (what the Helm chart and config/default deploy)
-  kafka-mirror manager`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	logFlags.register(root)
-	root.AddCommand(
-		newRunCommand(),
-		newManagerCommand(),
-		newDemoCommand(),
-		newValidateCommand(),
-		newVersionCommand(),
-	)
+  kafka-mirror manager`
 	return root
 }

@@ -50,7 +50,7 @@ func TestDockerfile(t *testing.T) {
 	if !strings.Contains(stages[0][0], "golang:${GO_VERSION}") || args["GO_VERSION"] != goVersion[1] {
 		t.Errorf("builder is %q with GO_VERSION=%q, want golang:${GO_VERSION} with %s (go.mod)", stages[0][0], args["GO_VERSION"], goVersion[1])
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-s -w", "-X main.version=${VERSION}", "-X main.commit=${COMMIT}", "ARG VERSION", "ARG COMMIT"} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-s -w", "-X " + versionPackage + ".version=${VERSION}", "-X " + versionPackage + ".commit=${COMMIT}", "ARG VERSION", "ARG COMMIT"} {
 		if !strings.Contains(builder, want) {
 			t.Errorf("builder stage lacks %q", want)
 		}
@@ -80,10 +80,10 @@ func TestDockerfile(t *testing.T) {
 	}
 
 	// -X silently does nothing when the variable does not exist.
-	vars := mainStringVars(t, root)
+	vars := stringVars(t, filepath.Join(root, "mirror", "cli"))
 	for _, name := range []string{"version", "commit"} {
 		if !vars[name] {
-			t.Errorf("package main has no string variable %q for -X main.%s", name, name)
+			t.Errorf("package %s has no string variable %q for -X %s.%s", versionPackage, name, versionPackage, name)
 		}
 	}
 
@@ -95,11 +95,15 @@ func TestDockerfile(t *testing.T) {
 	}
 }
 
-// mainStringVars returns the package-level variables of package main initialised with a
-// string literal.
-func mainStringVars(t *testing.T, root string) map[string]bool {
+// versionPackage holds the version variables the build stamps; it is the engine's CLI
+// package rather than main so that a team's own image is stamped the same way.
+const versionPackage = "github.com/kafka-mirror/kafka-mirror-operator/mirror/cli"
+
+// stringVars returns the package-level variables of the package in dir initialised
+// with a string literal.
+func stringVars(t *testing.T, dir string) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, "*.go"))
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

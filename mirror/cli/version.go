@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -10,12 +10,21 @@ import (
 )
 
 // version and commit are stamped at build time by the Makefile and the Dockerfile:
-// -ldflags "-X main.version=... -X main.commit=...". A plain `go build` or `go run`
-// leaves them as below, and versionInfo then falls back to what the Go toolchain recorded.
+//
+//	-ldflags "-X github.com/kafka-mirror/kafka-mirror-operator/mirror/cli.version=...
+//	          -X github.com/kafka-mirror/kafka-mirror-operator/mirror/cli.commit=..."
+//
+// They live here rather than in package main so that a team's own image, whose main is
+// not ours, is stamped with the same flags. A plain `go build` or `go run` leaves them as
+// below, and versionInfo then falls back to what the Go toolchain recorded.
 var (
 	version = "dev"
 	commit  = "unknown"
 )
+
+// Version returns the version stamped into the binary at build time, or "dev" when it
+// was built without -ldflags. The operator tags its default engine image with it.
+func Version() string { return version }
 
 // saramaModule is the Kafka client library whose version `version` reports, because
 // most wire-protocol behaviour users ask about depends on it.
@@ -32,9 +41,15 @@ type buildVersion struct {
 // versionInfo collects the stamped version and commit, the Go version and the sarama
 // version from the binary's embedded build information.
 func versionInfo() buildVersion {
+	info, _ := debug.ReadBuildInfo()
+	return describeBuild(version, commit, info)
+}
+
+// describeBuild combines the stamped version and commit with the build information
+// the Go toolchain recorded (nil when there is none).
+func describeBuild(version, commit string, info *debug.BuildInfo) buildVersion {
 	v := buildVersion{Version: version, Commit: commit, Go: runtime.Version(), Sarama: "unknown"}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
+	if info == nil {
 		return v
 	}
 	for _, dep := range info.Deps {
@@ -68,7 +83,8 @@ func (v buildVersion) write(w io.Writer) error {
 	return err
 }
 
-func newVersionCommand() *cobra.Command {
+// NewVersionCommand builds `kafka-mirror version`.
+func NewVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit, Go and sarama versions",

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -10,9 +10,10 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
-// newRunCommand builds `kafka-mirror run`: the mirror engine on its own, from one
-// config file, until SIGTERM or SIGINT.
-func newRunCommand() *cobra.Command {
+// NewRunCommand builds `kafka-mirror run`: the mirror engine on its own, from one
+// config file, until SIGTERM or SIGINT. Named handlers and rebalance listeners come from
+// the handler registry, so handlers registered before the command runs are available.
+func NewRunCommand() *cobra.Command {
 	var (
 		configPath     string
 		metricsAddress string
@@ -26,9 +27,10 @@ target acknowledged every record in flight, commits and exits 0: a restart mirro
 nothing twice.
 
 A fatal error (a record the target finally refused, a handler failure, a committed
-offset that fell out of the source's retention, a cluster that cannot be reached at
-start) stops the engine without committing past the failed record and exits non-zero
-with a one-line error naming the cluster and the cause.
+offset that fell out of the source's retention) stops the engine without committing
+past the failed record and exits non-zero with a one-line error naming the cluster and
+the cause. A cluster that cannot be reached is retried with backoff, each attempt
+logged with the cluster and the cause, and /readyz fails until it connects.
 
 /metrics, /healthz and /readyz are served on metrics.address (":8080" by default;
 --metrics-address overrides it, "0" turns the endpoint off).`,
@@ -39,7 +41,7 @@ with a one-line error naming the cluster and the cause.
 			if configPath == "" {
 				return fmt.Errorf("--config is required: the MirrorConfig file to run")
 			}
-			log, err := logFlags.newLogger()
+			log, err := NewLogger(cmd)
 			if err != nil {
 				return err
 			}

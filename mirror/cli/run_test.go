@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -145,7 +146,6 @@ handlers: [{cel: {filter: "record.nope +"}}]
 	}{
 		"no config flag":      {[]string{"run"}, "--config is required"},
 		"missing file":        {[]string{"run", "--config", filepath.Join(dir, "nope.yaml")}, "while reading the mirror config"},
-		"unreachable source":  {[]string{"run", "--config", unreachable}, "while connecting to the source cluster [127.0.0.1:1]"},
 		"invalid handler":     {[]string{"run", "--config", badCEL}, "handlers[0].cel.filter"},
 		"bad metrics address": {[]string{"run", "--config", unreachable, "--metrics-address", "nope"}, "metrics.address"},
 	}
@@ -169,4 +169,68 @@ handlers: [{cel: {filter: "record.nope +"}}]
 			}
 		})
 	}
+}
+
+// TestRunCommandRetriesAnUnreachableCluster checks that run keeps trying a cluster it
+// cannot reach, logging the cluster and the cause, and still stops cleanly on SIGTERM.
+// (The engine retries every connection failure so that a corrected Secret is picked up
+// without a restart.)
+func TestRunCommandRetriesAnUnreachableCluster(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "unreachable.yaml")
+	if err := os.WriteFile(path, []byte(`apiVersion: kafkamirror.io/v1alpha1
+kind: MirrorConfig
+source: {bootstrapServers: ["127.0.0.1:1"]}
+target: {bootstrapServers: ["127.0.0.1:2"]}
+consumerGroup: g
+topics: {include: ["a"]}
+metrics: {address: "0"}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := kafkaMirror("run", "--config", path)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	const want = "while connecting to the source cluster [127.0.0.1:1]"
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), want) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(stderr.String(), want) {
+		t.Fatalf("after 20s the log does not contain %q:\n%s", want, stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run exited with %v after SIGTERM; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("run did not stop within 10s of SIGTERM; stderr:\n%s", stderr.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer that the process's stderr copier and the test may use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,0 +1,275 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+)
+
+const validMirrorConfig = `apiVersion: kafkamirror.io/v1alpha1
+kind: MirrorConfig
+source: {bootstrapServers: ["source-kafka:9092"]}
+target: {bootstrapServers: ["target-kafka:9092"]}
+consumerGroup: kafka-mirror.default.orders
+topics: {include: ["orders\\..*"], exclude: ["orders\\.tmp\\..*"]}
+handlers:
+  - cel: {filter: "!('skip' in record.headers)"}
+  - name: header-filter
+    args: {mode: drop, header: internal}
+rebalanceListener: {name: log}
+`
+
+const invalidMirrorConfig = `apiVersion: kafkamirror.io/v1alpha1
+kind: MirrorConfig
+source: {bootstrapServers: ["source-kafka:9092"]}
+target: {bootstrapServers: ["target-kafka:9092"]}
+consumerGroup: g
+topics: {include: ["orders("]}
+streams: 100
+handlers:
+  - cel: {filter: "record.topik == 'x'"}
+  - name: nope
+  - name: topic-router
+    args: {pattern: "a(", topic: "x"}
+  - {}
+rebalanceListener: {name: logg}
+`
+
+const validKafkaMirror = `apiVersion: kafkamirror.io/v1alpha1
+kind: KafkaMirror
+metadata: {name: orders, namespace: default}
+spec:
+  source:
+    bootstrapServers: ["source-kafka:9092"]
+    sasl: {mechanism: SCRAM-SHA-512, username: mirror, passwordSecretRef: {name: source-creds, key: password}}
+  target: {bootstrapServers: ["target-kafka:9092"]}
+  topics: {include: ["orders\\..*"]}
+  replicas: 2
+  streams: 4
+  handlers:
+    - cel: {filter: "!('skip' in record.headers)"}
+`
+
+const invalidKafkaMirror = `apiVersion: kafkamirror.io/v1alpha1
+kind: KafkaMirror
+metadata: {name: payments}
+spec:
+  source: {bootstrapServers: ["kafka:9092"]}
+  target: {bootstrapServers: ["kafka:9092"]}
+  topics: {include: ["payments"]}
+  handlers:
+    - cel: {transform: {topic: "record.partition"}}
+  rebalanceListener: {name: log, args: {verbosity: loud}}
+`
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const noRenderer = "this binary cannot check KafkaMirror manifests: its main does not pass cli.WithManifestRenderer"
+
+// TestValidateCommand checks `validate` as Main builds it, without a KafkaMirror
+// renderer: config files, and MirrorConfig documents in manifest files. The stock
+// binary's KafkaMirror checks are tested in package main.
+func TestValidateCommand(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"good.yaml":      writeFile(t, dir, "good.yaml", validMirrorConfig),
+		"bad.yaml":       writeFile(t, dir, "bad.yaml", invalidMirrorConfig),
+		"unknown.yaml":   writeFile(t, dir, "unknown.yaml", validMirrorConfig+"bogus: 1\n"),
+		"km.yaml":        writeFile(t, dir, "km.yaml", validKafkaMirror),
+		"km-bad.yaml":    writeFile(t, dir, "km-bad.yaml", invalidKafkaMirror),
+		"bundle.yaml":    writeFile(t, dir, "bundle.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n"+validKafkaMirror+"---\n"+invalidKafkaMirror),
+		"no-mirror.yaml": writeFile(t, dir, "no-mirror.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"),
+		"km-typo.yaml":   writeFile(t, dir, "km-typo.yaml", strings.Replace(validKafkaMirror, "replicas: 2", "replica: 2", 1)),
+	}
+	sub := filepath.Join(dir, "dir")
+	if err := os.MkdirAll(filepath.Join(sub, "nested"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, sub, "a.yaml", validKafkaMirror)
+	writeFile(t, sub, "b.yml", invalidKafkaMirror)
+	writeFile(t, sub, "kustomization.yaml", "resources: [a.yaml]\n")
+	writeFile(t, sub, "README.md", "not yaml: [")
+	writeFile(t, filepath.Join(sub, "nested"), "c.yaml", invalidMirrorConfig)
+	empty := filepath.Join(dir, "empty")
+	if err := os.MkdirAll(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, empty, "kustomization.yaml", "resources: []\n")
+	files["dir"], files["empty"] = sub, empty
+	tests := map[string]struct {
+		args    []string
+		want    string // output, with FILE(name) replaced by the path
+		wantErr string
+	}{
+		"valid config": {
+			args: []string{"--config", "good.yaml"},
+			want: "OK: good.yaml: MirrorConfig, 1 include pattern(s), 1 exclude pattern(s), 2 handler(s) (cel filter, header-filter), rebalance listener log\n",
+		},
+		"invalid config: every problem with its path": {
+			args: []string{"--config", "bad.yaml"},
+			want: "bad.yaml: topics.include[0]: Invalid value: \"orders(\": error parsing regexp: missing closing ): `orders(`\n" +
+				"bad.yaml: streams: Invalid value: 100: must be between 1 and 64\n" +
+				"bad.yaml: handlers[3]: Required value: set cel or name\n" +
+				"bad.yaml: handlers[0].cel.filter: 1:7: undefined field 'topik'\n | record.topik == 'x'\n | ......^\n" +
+				"bad.yaml: handlers[1].name: unknown handler \"nope\" (registered: identity, header-filter, topic-router)\n" +
+				"bad.yaml: handlers[2].args.pattern: error parsing regexp: missing closing ): `a(`\n" +
+				"bad.yaml: rebalanceListener.name: unknown rebalance listener \"logg\" (registered: log)\n",
+			wantErr: "validate found 7 problem(s)",
+		},
+		"unknown field": {
+			args:    []string{"--config", "unknown.yaml"},
+			want:    "unknown.yaml: while parsing the mirror config: error unmarshaling JSON: while decoding JSON: json: unknown field \"bogus\"\n",
+			wantErr: "validate found 1 problem(s)",
+		},
+		"missing file": {
+			args:    []string{"--config", "missing.yaml"},
+			want:    "missing.yaml: open: no such file or directory\n",
+			wantErr: "validate found 1 problem(s)",
+		},
+		"a manifest without a mirror is a problem": {
+			args:    []string{"-f", "no-mirror.yaml"},
+			want:    "no-mirror.yaml: no KafkaMirror or MirrorConfig found\n",
+			wantErr: "validate found 1 problem(s)",
+		},
+		"a directory without mirrors": {
+			args:    []string{"-f", "empty"},
+			want:    "empty: no KafkaMirror or MirrorConfig found\n",
+			wantErr: "validate found 1 problem(s)",
+		},
+		"a MirrorConfig in a manifest file needs no renderer": {
+			args: []string{"-f", "good.yaml"},
+			want: "OK: good.yaml: MirrorConfig, 1 include pattern(s), 1 exclude pattern(s), 2 handler(s) (cel filter, header-filter), rebalance listener log\n",
+		},
+		"a KafkaMirror without a renderer is a problem, not a pass": {
+			args:    []string{"-f", "km.yaml"},
+			want:    "km.yaml: document 0 (KafkaMirror default/orders): " + noRenderer + "\n",
+			wantErr: "validate found 1 problem(s)",
+		},
+		"a directory of KafkaMirrors without a renderer": {
+			args: []string{"-f", "dir"},
+			want: "dir/a.yaml: document 0 (KafkaMirror default/orders): " + noRenderer + "\n" +
+				"dir/b.yml: document 0 (KafkaMirror payments): " + noRenderer + "\n",
+			wantErr: "validate found 2 problem(s)",
+		},
+		"no file": {
+			args:    nil,
+			wantErr: "give --config FILE (a MirrorConfig) or -f FILE (KafkaMirror manifests)",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			// Files are named by their short names in the table; run with full paths and
+			// map them back in the output.
+			args := []string{"validate"}
+			for _, a := range tc.args {
+				if p, ok := files[a]; ok {
+					a = p
+				} else if strings.HasSuffix(a, ".yaml") {
+					a = filepath.Join(dir, a)
+				}
+				args = append(args, a)
+			}
+			var out bytes.Buffer
+			root := NewRootCommand()
+			root.SetOut(&out)
+			root.SetErr(&out)
+			root.SetArgs(args)
+			err := root.Execute()
+			got := strings.ReplaceAll(out.String(), dir+string(filepath.Separator), "")
+			if got != tc.want {
+				t.Errorf("output =\n%s\nwant\n%s", got, tc.want)
+			}
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if gotErr != tc.wantErr {
+				t.Errorf("error = %q, want %q", gotErr, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestValidateManifestRenderer checks how `validate -f` uses the renderer it is given:
+// the rendered config is checked under "spec", metadata.name is required, and a
+// renderer error is the document's one problem.
+func TestValidateManifestRenderer(t *testing.T) {
+	// render stands in for the operator's renderer: its spec is a MirrorConfig.
+	render := func(doc []byte) (*config.Config, error) {
+		var m struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Metadata   map[string]string `json:"metadata"`
+			Spec       config.Config     `json:"spec"`
+		}
+		if err := yaml.UnmarshalStrict(doc, &m); err != nil {
+			return nil, fmt.Errorf("while parsing the KafkaMirror: %w", err)
+		}
+		m.Spec.Default()
+		return &m.Spec, nil
+	}
+	const head = "apiVersion: kafkamirror.io/v1alpha1\nkind: KafkaMirror\n"
+	const spec = "spec:\n  source: {bootstrapServers: [\"a:9092\"]}\n  target: {bootstrapServers: [\"b:9092\"]}\n  consumerGroup: g\n"
+	tests := map[string]struct {
+		doc     string
+		want    string
+		wantErr string
+	}{
+		"valid": {
+			doc:  head + "metadata: {name: m, namespace: ns}\n" + spec + "  topics: {include: [orders]}\n",
+			want: "OK: km.yaml: KafkaMirror ns/m, 1 include pattern(s), 0 exclude pattern(s), 0 handler(s)\n",
+		},
+		"problems under spec": {
+			doc: head + "metadata: {name: m}\n" + spec + "  topics: {include: [\"orders(\"]}\n  handlers: [{name: nope}]\n",
+			want: "km.yaml: document 0 (KafkaMirror m): spec.topics.include[0]: Invalid value: \"orders(\": error parsing regexp: missing closing ): `orders(`\n" +
+				"km.yaml: document 0 (KafkaMirror m): spec.handlers[0].name: unknown handler \"nope\" (registered: identity, header-filter, topic-router)\n",
+			wantErr: "validate found 2 problem(s)",
+		},
+		"no name": {
+			doc:     head + "metadata: {namespace: ns}\n" + spec + "  topics: {include: [orders]}\n",
+			want:    "km.yaml: document 0 (KafkaMirror ns/): metadata.name: Required value\n",
+			wantErr: "validate found 1 problem(s)",
+		},
+		"renderer error": {
+			doc:     head + "metadata: {name: m}\n" + spec + "  topics: {include: [orders]}\n  replica: 2\n",
+			want:    "km.yaml: document 0 (KafkaMirror m): while parsing the KafkaMirror: error unmarshaling JSON: while decoding JSON: json: unknown field \"replica\"\n",
+			wantErr: "validate found 1 problem(s)",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := writeFile(t, dir, "km.yaml", tc.doc)
+			var out bytes.Buffer
+			cmd := NewValidateCommand(WithManifestRenderer(render))
+			cmd.SilenceErrors, cmd.SilenceUsage = true, true
+			cmd.SetOut(&out)
+			cmd.SetArgs([]string{"-f", path})
+			err := cmd.Execute()
+			if got := strings.ReplaceAll(out.String(), dir+string(filepath.Separator), ""); got != tc.want {
+				t.Errorf("output =\n%s\nwant\n%s", got, tc.want)
+			}
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if gotErr != tc.wantErr {
+				t.Errorf("error = %q, want %q", gotErr, tc.wantErr)
+			}
+		})
+	}
+}
