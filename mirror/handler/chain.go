@@ -62,7 +62,7 @@ func buildStep(spec *config.HandlerSpec, path string, o *options) (Handler, erro
 	}
 	factory, err := handlers.get(spec.Name)
 	if err != nil {
-		return nil, &FieldError{Field: path + ".name", Detail: err.Error()}
+		return nil, &FieldError{Field: path + ".name", Detail: err.Error(), Unregistered: true}
 	}
 	h, err := callFactory(func() (Handler, error) { return factory(spec.Args) })
 	if err != nil {

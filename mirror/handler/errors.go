@@ -16,6 +16,11 @@ type FieldError struct {
 	Field string
 	// Detail says what is wrong.
 	Detail string
+	// Unregistered is set when the problem is only that a named handler or listener is
+	// not registered in this binary. A custom engine image (one whose main registers its
+	// own handlers) may know the name, so the operator lets such specs through when the
+	// mirror runs a custom image; the engine checks them again when it starts.
+	Unregistered bool
 }
 
 // Error returns "field: detail".

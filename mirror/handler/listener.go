@@ -28,7 +28,7 @@ func NewListener(spec *config.PluginSpec, opts ...ChainOption) (RebalanceListene
 	}
 	factory, err := listeners.get(spec.Name)
 	if err != nil {
-		return nil, &FieldError{Field: o.fieldPath + ".name", Detail: err.Error()}
+		return nil, &FieldError{Field: o.fieldPath + ".name", Detail: err.Error(), Unregistered: true}
 	}
 	l, err := callFactory(func() (RebalanceListener, error) { return factory(spec.Args) })
 	if err != nil {
