@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -57,6 +58,11 @@ logged with the cluster and the cause, and /readyz fails until it connects.
 			}
 			if err := mirror.ValidateConfig(cfg); err != nil {
 				return fmt.Errorf("%s: %w", configPath, err)
+			}
+			if limit, reason := setMemoryLimit(os.Getenv, cgroupMemoryMax); limit > 0 {
+				log.Info("Set the Go memory limit to 90% of the container's", "bytes", limit)
+			} else {
+				log.V(1).Info("Left the Go memory limit alone", "reason", reason)
 			}
 			log.Info("Starting the mirror", "summary", runSummary(cfg))
 			e, err := mirror.New(cfg, mirror.WithLogger(log))
