@@ -88,6 +88,10 @@ func (p *partitionState) snapshot() PartitionStats {
 	}
 	if claim != nil {
 		s.HighWatermark = claim.HighWaterMarkOffset()
+		// An assignment that has read nothing yet is positioned where it started.
+		if off := claim.InitialOffset(); s.Consumed < 0 && off >= 0 {
+			s.Consumed = off
+		}
 	}
 	if s.HighWatermark >= 0 && s.Committed >= 0 {
 		s.Lag = max(s.HighWatermark-s.Committed, 0)

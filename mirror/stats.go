@@ -41,8 +41,9 @@ type PartitionStats struct {
 	// this process committed, or the one it found when the partition was assigned; -1
 	// when neither is known.
 	Committed int64
-	// Consumed is the last offset read + 1, or -1 when nothing was read in the current
-	// assignment. Consumed - Committed bounds the records that a crash would mirror twice.
+	// Consumed is the next offset the current (or last) assignment reads: the last
+	// offset read + 1, or where the assignment started when it has read nothing yet; -1
+	// when unknown. Consumed - Committed bounds the records that a crash would mirror twice.
 	Consumed int64
 	// HighWatermark is the source partition's high watermark as last fetched, or -1.
 	HighWatermark int64
