@@ -77,15 +77,19 @@ type runningManager struct {
 func startManager(t *testing.T, cfg *rest.Config, ns string) *runningManager {
 	t.Helper()
 	mgr, err := NewManager(cfg, ManagerOptions{
-		Image:                        testImage,
-		WatchNamespaces:              []string{ns},
-		MetricsAddress:               "0",
-		HealthProbeAddress:           "0",
-		LeaderElection:               true,
-		LeaderElectionNamespace:      ns,
-		LeaseDuration:                2 * time.Second,
-		RenewDeadline:                1500 * time.Millisecond,
-		RetryPeriod:                  250 * time.Millisecond,
+		Image:                   testImage,
+		WatchNamespaces:         []string{ns},
+		MetricsAddress:          "0",
+		HealthProbeAddress:      "0",
+		LeaderElection:          true,
+		LeaderElectionNamespace: ns,
+		// client-go's defaults for the lease, so a CPU stall of seconds on a busy
+		// machine does not cost the leader its Lease (the test would see two leaders);
+		// the leader releases the Lease when stopped, so the hand-over still takes
+		// about one RetryPeriod.
+		LeaseDuration:                15 * time.Second,
+		RenewDeadline:                10 * time.Second,
+		RetryPeriod:                  time.Second,
 		SkipControllerNameValidation: true,
 		Logger:                       newTestLogger(env.logs),
 	})
