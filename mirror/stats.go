@@ -15,7 +15,8 @@ type Stats struct {
 	InFlight int64
 	// Lag is the sum of the assigned partitions' lag.
 	Lag int64
-	// Commits counts offset commits sent to the source group coordinator.
+	// Commits counts offset commits the source group coordinator confirmed (for at
+	// least one partition).
 	Commits int64
 	// Rebalances counts consumer-group sessions started by this process's streams.
 	Rebalances int64
