@@ -56,8 +56,8 @@ func (o *outMsg) setKeyValue(key, value []byte) {
 }
 
 // send hands o to the producer. It waits while the producer's input is full (the
-// target is slower than the source, or hangs) but gives up when ctx ends (the claim's
-// session ended: a stop or a rebalance) or the engine fails or is aborted. A record
+// target is slower than the source, or hangs) but gives up when ctx ends (the drain
+// of the claim's session ended: claimState.sendCtx) or the engine fails or is aborted. A record
 // not handed over stays un-acked in its tracker, so its offset is never committed and
 // the partition's next owner reads it again; the caller counts it (claimState.unsent)
 // so the drain does not wait for it.

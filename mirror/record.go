@@ -29,9 +29,14 @@ type claimState struct {
 	rec  handler.Record
 	outs []*handler.Record
 
+	// sendCtx bounds handing a record to the producer: it ends the drain limit after
+	// the session ended (sessionState.drain), so a record read before the end still
+	// reaches the producer during the drain, and a target that hangs cannot hold the
+	// claim past it.
+	sendCtx context.Context
 	// unsent is 1 once a record was Added to the tracker but not (wholly) handed to the
-	// producer because the session ended first: it stays un-acked, holding the commit
-	// point at its offset, and the drain waits only for the records the producer has.
+	// producer before sendCtx ended: it stays un-acked, holding the commit point at its
+	// offset, and the drain waits only for the records the producer has.
 	unsent int
 	// confirmed is the last offset the group coordinator confirmed committing for this
 	// claim, -1 before the first. A commit point above it is sent on every commit.
@@ -61,8 +66,8 @@ func (e *Engine) mirrorRecord(ctx context.Context, c *claimState, m *sarama.Cons
 		o.msg.Headers = o.headers
 		e.fill(o, c, m, now)
 		o.ticket = c.tracker.Add(m.Offset, 1)
-		if !e.send(ctx, o) {
-			return e.notSent(ctx, c, o)
+		if !e.send(c.sendCtx, o) {
+			return e.notSent(c, o)
 		}
 		return nil
 	}
@@ -74,14 +79,14 @@ var errStopped = fmt.Errorf("the engine stopped")
 
 // notSent ends the claim after send gave up on o: the record stays un-acked (its
 // offset is never committed) and is counted so the drain does not wait for it.
-func (e *Engine) notSent(ctx context.Context, c *claimState, o *outMsg) error {
+func (e *Engine) notSent(c *claimState, o *outMsg) error {
 	c.unsent = 1
 	c.part.setUnsent(c.unsent)
 	e.putOut(o)
 	if e.isFailed() {
 		return errStopped
 	}
-	return ctx.Err()
+	return c.sendCtx.Err()
 }
 
 func (e *Engine) fill(o *outMsg, c *claimState, m *sarama.ConsumerMessage, now time.Time) {
@@ -139,8 +144,8 @@ func (e *Engine) mirrorThroughChain(ctx context.Context, c *claimState, m *saram
 		o.msg.Headers = o.headers
 		e.fill(o, c, m, now)
 		o.ticket = tk
-		if !e.send(ctx, o) {
-			return e.notSent(ctx, c, o)
+		if !e.send(c.sendCtx, o) {
+			return e.notSent(c, o)
 		}
 	}
 	return nil

@@ -136,10 +136,10 @@ func (e *Engine) runStream(ctx context.Context, id int) error {
 	return nil
 }
 
-// readErrors logs the group's errors (commit failures are the committer's, see
-// commitSession) and stops the engine
-// when a committed offset fell out of the source's retention: skipping the gap silently
-// would be data loss, so a person must decide.
+// readErrors logs the group's errors and stops the engine when a committed offset fell
+// out of the source's retention: skipping the gap silently would be data loss, so a
+// person must decide. Commit failures do not arrive here: the committer reads them
+// (commitSession).
 func (s *stream) readErrors(errs <-chan error) {
 	for err := range errs {
 		var ce *sarama.ConsumerError
@@ -222,6 +222,7 @@ func (s *stream) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Con
 		topic:     claim.Topic(),
 		target:    e.sel.TargetName(claim.Topic()),
 		confirmed: -1,
+		sendCtx:   ss.drain,
 	}
 	ss.mu.Lock()
 	ss.claims = append(ss.claims, c)
@@ -268,7 +269,9 @@ func (e *Engine) consumeClaim(ctx context.Context, c *claimState, claim sarama.C
 	for {
 		select {
 		case m, ok := <-msgs:
-			if !ok {
+			if !ok || ctx.Err() != nil {
+				// When the session ended, stop reading even if more records are ready
+				// (select picks at random): m is not Added, the next owner reads it.
 				return nil
 			}
 			if err := e.mirrorRecord(ctx, c, m); err != nil {
