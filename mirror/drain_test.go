@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
 )
 
 // commitAllowance is what a test allows for one commit round (a drain's final commit,
@@ -228,5 +230,64 @@ func groupStable(t *testing.T, cl *kfake.Cluster, group string, members int, lim
 			state, n = g.State, len(g.Members)
 		}
 		t.Fatalf("group %q not stable with %d members within %v: state %s with %d members", group, members, limit, state, n)
+	}
+}
+
+// TestDeliveryWatchFollowsReleasedPartitions checks that a partition's records still
+// in the producer after its drain gave up stay watched: deliveryTimeout after its
+// commit point stopped moving, the watch reports it, also when the partition was
+// reassigned meanwhile. A record that was never handed to the producer is not watched.
+func TestDeliveryWatchFollowsReleasedPartitions(t *testing.T) {
+	const timeout = time.Minute
+	tests := map[string]struct {
+		unsent     int  // records Added but never sent
+		reassigned bool // the partition came back to this process with a new tracker
+		wantErr    bool
+	}{
+		"released with a record in flight":            {wantErr: true},
+		"released and reassigned, record in flight":   {reassigned: true, wantErr: true},
+		"released with only an unsent record":         {unsent: 1},
+		"released and reassigned, only unsent record": {unsent: 1, reassigned: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := &Engine{
+				cfg:   &config.Config{Target: config.Cluster{BootstrapServers: []string{"target:9092"}}},
+				parts: partitionRegistry{parts: map[partitionKey]*partitionState{}, m: newMetrics()},
+			}
+			p := e.parts.get(testTopic, 0)
+			old := offsets.New(16)
+			old.Add(41, 1)
+			p.mu.Lock()
+			p.tracker, p.assigned = old, true
+			p.mu.Unlock()
+			p.setUnsent(tc.unsent)
+			p.detach()
+			if tc.reassigned {
+				p.mu.Lock()
+				p.tracker, p.assigned, p.unsent = offsets.New(16), true, 0
+				p.mu.Unlock()
+			}
+
+			stalls := map[*offsets.Tracker]*stall{}
+			now := time.Now()
+			if err := e.checkDelivery(stalls, now, timeout); err != nil {
+				t.Fatalf("first look: %v, want nil", err)
+			}
+			err := e.checkDelivery(stalls, now.Add(timeout), timeout)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("after deliveryTimeout: err = %v, want an error: %v", err, tc.wantErr)
+			}
+			if tc.wantErr && !strings.Contains(err.Error(), "offset 41") {
+				t.Fatalf("error %q does not name offset 41", err)
+			}
+			old.Ack(0)
+			if err := e.checkDelivery(stalls, now.Add(2*timeout), timeout); err != nil {
+				t.Fatalf("after the ack: %v, want nil", err)
+			}
+			if n := len(p.watched()); n != 0 {
+				t.Fatalf("%d trackers still watched after the ack, want 0", n)
+			}
+		})
 	}
 }
