@@ -62,8 +62,15 @@ func (g groupCommitter) Commit(offs []commitOffset) error {
 	if id := g.client.Config().Consumer.Group.InstanceId; id != "" && req.Version >= 7 {
 		req.GroupInstanceId = &id
 	}
+	// Version 1 carries a commit time: ReceiveTime lets the broker stamp it. The leader
+	// epoch is sent as unknown (-1): the engine does not track it, and a stale epoch
+	// would make a client that validates committed positions see a truncation.
+	timestamp := int64(0)
+	if req.Version == 1 {
+		timestamp = sarama.ReceiveTime
+	}
 	for _, o := range offs {
-		req.AddBlock(o.topic, o.partition, o.next, 0, "")
+		req.AddBlockWithLeaderEpoch(o.topic, o.partition, o.next, -1, timestamp, "")
 	}
 	resp, err := broker.CommitOffset(req)
 	if err != nil {
