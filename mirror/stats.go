@@ -39,8 +39,8 @@ type PartitionStats struct {
 	// InFlight is the number of records read and not yet fully acked (0 when not assigned).
 	InFlight int64
 	// Committed is the group's committed offset (the next offset to read): the last one
-	// the group coordinator confirmed to this process, or the one it found when the partition was assigned; -1
-	// when neither is known.
+	// the group coordinator confirmed to this process, or the one found when the
+	// partition was assigned; -1 when neither is known.
 	Committed int64
 	// Consumed is the last offset read + 1, or -1 when nothing was read in the current
 	// assignment. Consumed - Committed bounds the records that a crash would mirror twice.
