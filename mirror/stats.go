@@ -15,7 +15,8 @@ type Stats struct {
 	InFlight int64
 	// Lag is the sum of the assigned partitions' lag.
 	Lag int64
-	// Commits counts offset commits sent to the source group coordinator.
+	// Commits counts offset commits the source group coordinator confirmed (for at
+	// least one partition).
 	Commits int64
 	// Rebalances counts consumer-group sessions started by this process's streams.
 	Rebalances int64
@@ -38,8 +39,8 @@ type PartitionStats struct {
 	// InFlight is the number of records read and not yet fully acked (0 when not assigned).
 	InFlight int64
 	// Committed is the group's committed offset (the next offset to read): the last one
-	// this process committed, or the one it found when the partition was assigned; -1
-	// when neither is known.
+	// the group coordinator confirmed to this process, or the one found when the
+	// partition was assigned; -1 when neither is known.
 	Committed int64
 	// Consumed is the next offset the current (or last) assignment reads: the last
 	// offset read + 1, or where the assignment started when it has read nothing yet; -1
