@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,52 @@ func TestHandlerFilterCounts(t *testing.T) {
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRouterChecksEachTargetOnce routes every source record to one of two target
+// topics by its offset: the target must hold each record once in its topic, and the
+// engine must have asked whether a target topic is ready about once per claim and
+// topic, not once per record (the per-claim cache holds every topic it found ready).
+func TestRouterChecksEachTargetOnce(t *testing.T) {
+	const (
+		partitions   = 2
+		perPartition = 1000
+	)
+	c := newClusters(t, partitions, kfake.SeedTopics(partitions, "orders.even", "orders.odd"))
+	producePlain(t, c.source, testTopic, partitions, perPartition)
+	cfg := c.testConfig(t, func(cfg *config.Config) {
+		cfg.SyncTopics = config.BoolPtr(false)
+		cfg.Handlers = []config.HandlerSpec{{CEL: &config.CELHandler{Transform: &config.CELTransform{
+			Topic: "record.offset % 2 == 0 ? 'orders.even' : 'orders.odd'",
+		}}}}
+	})
+	r := startEngine(t, cfg, testLogger(t))
+	for _, topic := range []string{"orders.even", "orders.odd"} {
+		got := readTarget(t, c.target, topic, partitions*perPartition/2, time.Second, 30*time.Second)
+		for p := int32(0); p < partitions; p++ {
+			if n := len(got[p]); n != perPartition/2 {
+				t.Fatalf("%s/%d holds %d records, want %d", topic, p, n, perPartition/2)
+			}
+			for i, rec := range got[p] {
+				if want := strconv.Itoa(2*i + map[string]int{"orders.even": 0, "orders.odd": 1}[topic]); string(rec.Value) != want {
+					t.Fatalf("%s/%d offset %d holds %q, want %q", topic, p, i, rec.Value, want)
+				}
+			}
+		}
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	// Each of the 2 claims needs each of the 2 topics once; a retry or a session
+	// restart may add a few, a check per record would be 2000.
+	const ceiling = 2 * 2 * 3
+	checks, refreshes := r.e.targets.checks.Load(), r.e.targets.refreshes.Load()
+	if checks > ceiling || refreshes > checks {
+		t.Fatalf("targets.check was called %d times (%d producer refreshes) for %d records, want at most %d",
+			checks, refreshes, partitions*perPartition, ceiling)
+	}
+	t.Logf("%d records routed to 2 topics with %d readiness checks and %d producer metadata refreshes",
+		partitions*perPartition, checks, refreshes)
 }
 
 func get(t *testing.T, url string) (int, string) {
