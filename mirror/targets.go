@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -58,8 +59,10 @@ func (t *targetTopics) check(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return n, err
 	}
-	if n, err := t.partitions(t.client, topic, partition); err == nil {
-		return n, nil
+	if cached(t.client, topic) {
+		if n, err := t.partitions(t.client, topic, partition); err == nil {
+			return n, nil
+		}
 	}
 	// The producer's view, refreshed because it lags behind probe's. The refresh may
 	// retry for up to deliveryTimeout, so the whole step is bounded by ctx.
@@ -84,6 +87,13 @@ func (t *targetTopics) check(ctx context.Context, topic string, partition int32,
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
+}
+
+// cached reports whether client holds metadata of topic, so that reading its
+// partitions needs no request (sarama's Partitions refreshes a topic it does not know).
+func cached(client sarama.Client, topic string) bool {
+	topics, err := client.Topics()
+	return err == nil && slices.Contains(topics, topic)
 }
 
 // partitions is check's verdict from one client's cached metadata.

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
@@ -196,6 +198,38 @@ func TestRouterChecksEachTargetOnce(t *testing.T) {
 	}
 	t.Logf("%d records routed to 2 topics with %d readiness checks and %d producer metadata refreshes",
 		partitions*perPartition, checks, refreshes)
+}
+
+// TestLeaderlessUnrelatedTopicDoesNotDelayStart gives the target an unrelated topic
+// whose partition has no leader (kfake answers LEADER_NOT_AVAILABLE for it in every
+// metadata response) and a deliveryTimeout of 60 s. The producer keeps looking for
+// leaders that long, but only for the topics it writes to: the first records must be
+// mirrored well before deliveryTimeout (the ceiling is a third of it; it takes about a
+// second).
+func TestLeaderlessUnrelatedTopicDoesNotDelayStart(t *testing.T) {
+	const (
+		partitions      = 2
+		deliveryTimeout = 60 * time.Second
+	)
+	c := newClusters(t, partitions, kfake.SeedTopics(1, "unrelated"))
+	c.target.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Metadata}, Topic: "unrelated", Partitions: []int32{0},
+		Err: kerr.LeaderNotAvailable, Count: -1})
+	w := newWorkload(partitions)
+	w.produce(t, c.source, 100)
+	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.DeliveryTimeout.Duration = deliveryTimeout })
+	start := time.Now()
+	r := startEngine(t, cfg, testLogger(t))
+	waitFor(t, deliveryTimeout/3, "the first records mirrored", func() bool { return r.e.Stats().Records > 0 })
+	first := time.Since(start)
+	got := readTarget(t, c.target, testTopic, w.total(), time.Second, deliveryTimeout/3)
+	if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
+		t.Fatalf("with a leaderless unrelated target topic: %+v, want %d records, 0 missing, 0 duplicates", res, w.total())
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first record mirrored %v after start with a leaderless unrelated target topic (deliveryTimeout %v)",
+		first.Round(time.Millisecond), deliveryTimeout)
 }
 
 func get(t *testing.T, url string) (int, string) {

@@ -66,7 +66,15 @@ func ProducerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
 // kept and the engine feels backpressure), and they flow again as soon as the target
 // answers. The extra retryBackoffMax covers the last backoff sarama skips when it
 // would pass the deadline, so that no send fails before timeout.
+//
+// The long wait must cover the mirrored topics only. sarama retries a whole metadata
+// refresh while any topic in it has a partition without a leader, and by default
+// (Metadata.Full) the client refreshes every topic of the cluster, at creation and on
+// each background refresh: one leaderless topic that nothing mirrors would hold the
+// engine's start for about timeout. So the producer's client asks only for the topics
+// it was asked about (the target topics the engine checks and writes to).
 func keepLookingForLeaders(sc *sarama.Config, timeout time.Duration) {
+	sc.Metadata.Full = false
 	sc.Metadata.Timeout = timeout + retryBackoffMax
 	sc.Metadata.Retry.Max = retriesFor(sc.Metadata.Timeout) + 1
 	sc.Metadata.Retry.BackoffFunc = backoff
