@@ -327,3 +327,34 @@ func TestProducerAndConsumerPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumerInitialOffset checks that initialOffset picks where a partition without
+// any committed offset starts.
+func TestConsumerInitialOffset(t *testing.T) {
+	tests := map[string]struct {
+		initial config.InitialOffset
+		want    int64
+	}{
+		"default is oldest": {"", sarama.OffsetOldest},
+		"oldest":            {config.InitialOffsetOldest, sarama.OffsetOldest},
+		"latest":            {config.InitialOffsetLatest, sarama.OffsetNewest},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := &config.Config{
+				Source:        config.Cluster{BootstrapServers: []string{"s:9092"}},
+				Target:        config.Cluster{BootstrapServers: []string{"t:9092"}},
+				ConsumerGroup: "g",
+				InitialOffset: tc.initial,
+			}
+			c.Default()
+			cc, err := ConsumerConfig(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cc.Consumer.Offsets.Initial != tc.want {
+				t.Fatalf("Consumer.Offsets.Initial = %d, want %d", cc.Consumer.Offsets.Initial, tc.want)
+			}
+		})
+	}
+}

@@ -82,9 +82,10 @@ func keepLookingForLeaders(sc *sarama.Config, timeout time.Duration) {
 
 // ConsumerConfig returns the configuration of one consumer-group member on c.Source.
 //
-// Always: no auto-commit (the engine commits only acked offsets), start at the oldest
-// offset of a partition the group never committed (records written to a new partition
-// before the group noticed it are kept), no silent reset of an out-of-range committed
+// Always: no auto-commit (the engine commits only acked offsets), start a partition
+// the group never committed at c.InitialOffset (oldest by default, so records written
+// to a new partition before the group noticed it are kept; the engine first looks for
+// its target-side progress, see mirror's progress keeper), no silent reset of an out-of-range committed
 // offset (the engine reports the gap), the sticky assignor (eager, so the drain before
 // release sees a clean revoke), and metadata refreshed every topicSyncInterval (at most
 // 30 s) so new source partitions are followed. With the no-data-loss policy, records of
@@ -98,6 +99,9 @@ func ConsumerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
 	co.Return.Errors = true
 	co.Offsets.AutoCommit.Enable = false
 	co.Offsets.Initial = sarama.OffsetOldest
+	if c.InitialOffset == config.InitialOffsetLatest {
+		co.Offsets.Initial = sarama.OffsetNewest
+	}
 	co.Group.ResetInvalidOffsets = false
 	co.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategySticky()}
 	sc.ChannelBufferSize = 1024
