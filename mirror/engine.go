@@ -59,6 +59,7 @@ type Engine struct {
 	// Set by Run before the streams start.
 	producer sarama.AsyncProducer
 	targets  *targetTopics
+	keeper   *progressKeeper
 
 	outPool sync.Pool
 
@@ -229,6 +230,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	bg.Go(func() error { e.logProgress(bgCtx); return nil })
 	bg.Go(func() error { e.watchDelivery(bgCtx); return nil })
 
+	// The target-side progress is written until the streams have made their last
+	// commits, then once more.
+	stopKeeper, keeperDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(keeperDone); e.keeper.run(stopKeeper, e.abortCh) }()
+
 	// Acks are read until the producer is closed, after the streams drained.
 	acksDone := make(chan struct{})
 	go func() { defer close(acksDone); e.readAcks() }()
@@ -241,6 +247,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if streamErr != nil {
 		e.fail(streamErr)
 	}
+	e.stopKeeper(stopKeeper, keeperDone)
 	cancel()
 	_ = bg.Wait()
 
@@ -270,6 +277,18 @@ func (e *Engine) Run(ctx context.Context) error {
 		return e.failErr
 	default:
 		return nil
+	}
+}
+
+// stopKeeper makes the progress keeper write the streams' last commits to the target
+// and waits for it at most progressFlushLimit. After Abort nothing more is written, as
+// after a kill.
+func (e *Engine) stopKeeper(stop, done chan struct{}) {
+	close(stop)
+	select {
+	case <-done:
+	case <-time.After(progressFlushLimit):
+		e.log.Info("Stopped waiting to write the progress to the target cluster; the source group holds it", "waited", progressFlushLimit)
 	}
 }
 
@@ -441,6 +460,7 @@ func (e *Engine) connect() (*connections, error) {
 	}
 	e.producer = c.producer
 	e.targets = newTargetTopics(c.target, c.targetMeta, e.preserve)
+	e.keeper = newProgressKeeper(e, c.sourceAdmin, c.targetAdmin, c.targetMeta)
 	ok = true
 	return c, nil
 }

@@ -31,6 +31,9 @@ type partitionState struct {
 	committed atomic.Int64
 	// waiting is 1 while the partition waits for its target topic.
 	waiting atomic.Int64
+	// resumed counts assignments that started from the target-side progress because
+	// the source group had no offset.
+	resumed atomic.Int64
 
 	age     prometheus.Observer
 	latency prometheus.Observer
@@ -63,16 +66,17 @@ func (p *partitionState) detach() {
 // snapshot reads the partition's numbers for Stats and the metrics collector.
 func (p *partitionState) snapshot() PartitionStats {
 	s := PartitionStats{
-		Topic:            p.topic,
-		Partition:        p.partition,
-		Records:          p.records.Load(),
-		Bytes:            p.bytes.Load(),
-		Filtered:         p.filtered.Load(),
-		Skipped:          p.skipped.Load(),
-		Committed:        p.committed.Load(),
-		HighWatermark:    -1,
-		Consumed:         -1,
-		WaitingForTarget: p.waiting.Load() == 1,
+		Topic:             p.topic,
+		Partition:         p.partition,
+		Records:           p.records.Load(),
+		Bytes:             p.bytes.Load(),
+		Filtered:          p.filtered.Load(),
+		Skipped:           p.skipped.Load(),
+		Committed:         p.committed.Load(),
+		HighWatermark:     -1,
+		Consumed:          -1,
+		WaitingForTarget:  p.waiting.Load() == 1,
+		ResumedFromTarget: p.resumed.Load(),
 	}
 	p.mu.Lock()
 	tr, claim, assigned := p.tracker, p.claim, p.assigned

@@ -137,7 +137,12 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 	if !e.streamSeen[s.id].Swap(true) {
 		e.joined.Add(1)
 	}
-	ss := &sessionState{committer: groupCommitter{sess}, stop: make(chan struct{}), done: make(chan struct{})}
+	// Partitions the source group has no offset for resume from the target-side
+	// progress, before any claim starts.
+	for _, tp := range e.keeper.resume(sess, s.log) {
+		e.parts.get(tp.topic, tp.partition).resumed.Add(1)
+	}
+	ss := &sessionState{committer: newProgressCommitter(groupCommitter{sess}, e.keeper), stop: make(chan struct{}), done: make(chan struct{})}
 	s.mu.Lock()
 	s.cur = ss
 	s.mu.Unlock()
