@@ -60,6 +60,7 @@ type Engine struct {
 	producer sarama.AsyncProducer
 	targets  *targetTopics
 	keeper   *progressKeeper
+	caughtUp *caughtUp
 
 	outPool sync.Pool
 
@@ -213,6 +214,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		// Only ctx ending (a stop or Abort) ends the retries; that is not an error.
 		return nil
 	}
+	// Deferred calls run last first: caught-up probes end once the clients are closed.
+	defer e.caughtUp.wait()
 	defer conns.close()
 	producerOpen := true
 	defer func() {
@@ -461,6 +464,7 @@ func (e *Engine) connect() (*connections, error) {
 	e.producer = c.producer
 	e.targets = newTargetTopics(c.target, c.targetMeta, e.preserve)
 	e.keeper = newProgressKeeper(e, c.sourceAdmin, c.targetAdmin, c.targetMeta)
+	e.caughtUp = newCaughtUp(c.sourceMeta, e.cfg.NoDataLossEnabled())
 	ok = true
 	return c, nil
 }

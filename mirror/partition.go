@@ -34,6 +34,8 @@ type partitionState struct {
 	// resumed counts assignments that started from the target-side progress because
 	// the source group had no offset.
 	resumed atomic.Int64
+	// probing is set while a caught-up probe of the partition runs (caughtUp).
+	probing atomic.Bool
 
 	age     prometheus.Observer
 	latency prometheus.Observer
@@ -55,6 +57,30 @@ func (p *partitionState) attach(tr *offsets.Tracker, claim sarama.ConsumerGroupC
 	p.mu.Lock()
 	p.tracker, p.claim, p.assigned = tr, claim, true
 	p.mu.Unlock()
+}
+
+// highWatermark is the source partition's high watermark as its consumer last saw it,
+// or -1.
+func (p *partitionState) highWatermark() int64 {
+	p.mu.Lock()
+	claim, assigned := p.claim, p.assigned
+	p.mu.Unlock()
+	if claim == nil || !assigned {
+		return -1
+	}
+	return claim.HighWaterMarkOffset()
+}
+
+// startOffset is the offset the current assignment started consuming at, or -1 when
+// it started at "oldest" or "latest" without a committed offset.
+func (p *partitionState) startOffset() int64 {
+	p.mu.Lock()
+	claim, assigned := p.claim, p.assigned
+	p.mu.Unlock()
+	if claim == nil || !assigned {
+		return -1
+	}
+	return claim.InitialOffset()
 }
 
 func (p *partitionState) detach() {

@@ -263,6 +263,7 @@ func (e *Engine) commitLoop(ss *sessionState) {
 			return
 		case <-t.C:
 			e.commitSession(ss)
+			e.probeIdle(ss)
 		}
 	}
 }
