@@ -15,9 +15,11 @@ import (
 // Limits of one caught-up probe: it reads at most catchUpMaxFetches responses of
 // catchUpFetchBytes each; a longer run of invisible offsets (a huge aborted
 // transaction) keeps its lag until records follow it.
+// A broker returns at least one whole batch whatever the limit, so a small limit
+// only bounds what a probe reads past the first visible record.
 const (
-	catchUpFetchBytes = 1 << 20
-	catchUpMaxFetches = 4
+	catchUpFetchBytes = 64 << 10
+	catchUpMaxFetches = 16
 )
 
 // fetchVersion is the Fetch request version of the probe: 12 is what sarama's own
@@ -56,9 +58,11 @@ func newCaughtUp(client sarama.Client, readCommitted bool) *caughtUp {
 	return c
 }
 
-// probeIdle starts a probe of each of the session's claims that is idle (nothing in
-// flight) below the high watermark its consumer last saw, one probe per partition at a
-// time. The commit that follows picks up what the probes moved.
+// probeIdle starts a probe of each of the session's claims that has been idle (nothing
+// in flight) at the same commit point, below the high watermark its consumer last saw,
+// since the previous commit interval, one probe per partition at a time. A partition
+// that moves is never probed, so steady traffic costs nothing; one stuck at a marker
+// is probed after one interval. The commit that follows picks up what a probe moved.
 func (e *Engine) probeIdle(ss *sessionState) {
 	if e.caughtUp == nil || e.isFailed() {
 		return
@@ -68,6 +72,7 @@ func (e *Engine) probeIdle(ss *sessionState) {
 	ss.mu.Unlock()
 	for _, c := range claims {
 		if c.tracker.InFlight() > 0 {
+			c.part.idleAt.Store(-1)
 			continue
 		}
 		from, ok := c.tracker.CommitPoint()
@@ -75,7 +80,11 @@ func (e *Engine) probeIdle(ss *sessionState) {
 			// Nothing read in this assignment: the commit point is where the claim started.
 			from = c.part.startOffset()
 		}
-		if from < 0 || c.part.highWatermark() <= from || !c.part.probing.CompareAndSwap(false, true) {
+		if from < 0 || c.part.highWatermark() <= from {
+			c.part.idleAt.Store(-1)
+			continue
+		}
+		if c.part.idleAt.Swap(from) != from || !c.part.probing.CompareAndSwap(false, true) {
 			continue
 		}
 		e.caughtUp.wg.Add(1)

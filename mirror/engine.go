@@ -250,7 +250,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if streamErr != nil {
 		e.fail(streamErr)
 	}
-	e.stopKeeper(stopKeeper, keeperDone)
+	keeperDeadline := e.stopKeeper(stopKeeper)
 	cancel()
 	_ = bg.Wait()
 
@@ -271,6 +271,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.log.Info("Stopped waiting for the target to ack the records in flight; they are not committed and will be mirrored again after a restart",
 			"waited", limit)
 	}
+	e.awaitKeeper(keeperDone, keeperDeadline)
 
 	select {
 	case <-e.failed:
@@ -284,14 +285,24 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 // stopKeeper makes the progress keeper write the streams' last commits to the target
-// and waits for it at most progressFlushLimit. After Abort nothing more is written, as
-// after a kill.
-func (e *Engine) stopKeeper(stop, done chan struct{}) {
+// (after Abort it writes nothing more, as after a kill) and returns until when Run
+// waits for it: the write overlaps the producer's drain, so a target that stopped
+// answering delays the stop by neither twice.
+func (e *Engine) stopKeeper(stop chan struct{}) time.Time {
 	close(stop)
+	limit := min(progressFlushLimit, e.drainLimit)
+	if e.isFailed() {
+		limit = min(limit, fatalDrainLimit)
+	}
+	return time.Now().Add(limit)
+}
+
+// awaitKeeper waits for the progress keeper's last write until deadline.
+func (e *Engine) awaitKeeper(done chan struct{}, deadline time.Time) {
 	select {
 	case <-done:
-	case <-time.After(progressFlushLimit):
-		e.log.Info("Stopped waiting to write the progress to the target cluster; the source group holds it", "waited", progressFlushLimit)
+	case <-time.After(time.Until(deadline)):
+		e.log.Info("Stopped waiting to write the progress to the target cluster; the source group holds it")
 	}
 }
 

@@ -34,8 +34,10 @@ type partitionState struct {
 	// resumed counts assignments that started from the target-side progress because
 	// the source group had no offset.
 	resumed atomic.Int64
-	// probing is set while a caught-up probe of the partition runs (caughtUp).
+	// probing is set while a caught-up probe of the partition runs (caughtUp), and
+	// idleAt is the commit point at which the partition was last seen idle, or -1.
 	probing atomic.Bool
+	idleAt  atomic.Int64
 
 	age     prometheus.Observer
 	latency prometheus.Observer
@@ -153,6 +155,7 @@ func (r *partitionRegistry) get(topic string, partition int32) *partitionState {
 		latency:   r.m.latency.With(labels),
 	}
 	p.committed.Store(-1)
+	p.idleAt.Store(-1)
 	r.parts[k] = p
 	return p
 }

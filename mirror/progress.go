@@ -3,6 +3,7 @@ package mirror
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -18,6 +19,10 @@ import (
 // source group on this cluster, an application), whose offsets it would otherwise mix
 // with, or whose live members would refuse its commits.
 const progressGroupSuffix = ".source-offsets"
+
+// resumeLookupLimit bounds the offset look-ups of a session's Setup (source group and
+// target-side group), which run before any claim of the session starts.
+const resumeLookupLimit = 30 * time.Second
 
 // progressFlushLimit bounds the last write of the target-side progress when the engine
 // stops, so that a target that stopped answering does not hold the process.
@@ -231,15 +236,61 @@ func (k *progressKeeper) requeue(batch map[partitionKey]int64) {
 // and the next commit writes it back to the source group), and otherwise logs that the
 // partition starts at initialOffset. It returns the partitions resumed from the target.
 // A partition with a source group offset is left alone: that offset always wins.
-func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, log logr.Logger) []partitionKey {
+//
+// When either group cannot be read for a passing reason (coordinator moving or
+// unreachable, no answer within resumeLookupLimit), resume returns an error rather
+// than guess (a guess would re-mirror from the oldest offset, or skip records with
+// latest): the session ends and the stream joins again after its backoff. When the
+// principal may not read the target-side group, waiting cannot help: resume logs how
+// to grant it and goes on as if there were no target-side progress. The look-ups end
+// with the session.
+func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, log logr.Logger) ([]partitionKey, error) {
 	if k == nil {
-		return nil
+		return nil, nil
 	}
-	claims := sess.Claims()
+	type found struct {
+		none []partitionKey
+		tgt  *sarama.OffsetFetchResponse
+		err  error
+	}
+	done := make(chan found, 1)
+	go func() {
+		none, tgt, err := k.lookup(sess.Claims())
+		done <- found{none, tgt, err}
+	}()
+	var f found
+	select {
+	case f = <-done:
+	case <-sess.Context().Done():
+		return nil, sess.Context().Err()
+	case <-time.After(resumeLookupLimit):
+		f.err = fmt.Errorf("no answer within %v", resumeLookupLimit)
+	}
+	if f.err != nil {
+		return nil, fmt.Errorf("while reading the offsets of source group %q and target-side group %q: %w", k.sourceGroup, k.group, f.err)
+	}
+	var resumed []partitionKey
+	for _, tp := range f.none {
+		if b := blockOf(f.tgt, k.targetName(tp.topic), tp.partition); b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 &&
+			b.Metadata == progressMetadata(tp.topic, tp.partition) {
+			sess.MarkOffset(tp.topic, tp.partition, b.Offset, "")
+			resumed = append(resumed, tp)
+			log.Info("Resumed from the target-side progress: the source group has no offset for this partition (expired or deleted)",
+				"topic", tp.topic, "partition", tp.partition, "offset", b.Offset, "group", k.sourceGroup, "progressGroup", k.group)
+			continue
+		}
+		log.Info("Started partition at initialOffset: neither the source group nor the target-side progress has an offset for it",
+			"topic", tp.topic, "partition", tp.partition, "initialOffset", k.initial, "group", k.sourceGroup, "progressGroup", k.group)
+	}
+	return resumed, nil
+}
+
+// lookup returns the claimed partitions the source group has no offset for and, when
+// there are any, the target-side group's offsets of them.
+func (k *progressKeeper) lookup(claims map[string][]int32) ([]partitionKey, *sarama.OffsetFetchResponse, error) {
 	src, err := listOffsets(k.sourceAdmin, k.sourceGroup, claims)
 	if err != nil {
-		log.Error(err, "Failed to read the source group's offsets; partitions without one start at initialOffset", "initialOffset", k.initial)
-		return nil
+		return nil, nil, err
 	}
 	var none []partitionKey
 	ask := map[string][]int32{}
@@ -253,26 +304,21 @@ func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, log logr.Logge
 		}
 	}
 	if len(none) == 0 {
-		return nil
+		return nil, nil, nil
 	}
-	tgt, err := listOffsets(k.targetAdmin, k.group, ask)
-	if err != nil {
-		log.Error(err, "Failed to read the target-side progress; partitions without a source group offset start at initialOffset",
-			"initialOffset", k.initial)
-	}
-	var resumed []partitionKey
-	for _, tp := range none {
-		if b := blockOf(tgt, k.targetName(tp.topic), tp.partition); b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 && b.Metadata == progressMetadata(tp.topic, tp.partition) {
-			sess.MarkOffset(tp.topic, tp.partition, b.Offset, "")
-			resumed = append(resumed, tp)
-			log.Info("Resumed from the target-side progress: the source group has no offset for this partition (expired or deleted)",
-				"topic", tp.topic, "partition", tp.partition, "offset", b.Offset, "group", k.sourceGroup, "progressGroup", k.group)
-			continue
+	sort.Slice(none, func(i, j int) bool {
+		if none[i].topic != none[j].topic {
+			return none[i].topic < none[j].topic
 		}
-		log.Info("Started partition at initialOffset: neither the source group nor the target-side progress has an offset for it",
-			"topic", tp.topic, "partition", tp.partition, "initialOffset", k.initial, "group", k.sourceGroup, "progressGroup", k.group)
+		return none[i].partition < none[j].partition
+	})
+	tgt, err := listOffsets(k.targetAdmin, k.group, ask)
+	if errors.Is(err, sarama.ErrGroupAuthorizationFailed) || errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+		k.log.Error(err, "Cannot read the target-side progress: grant the mirror's target principal Read on this group and Read and Describe on the target topics; partitions without a source group offset start at initialOffset",
+			"initialOffset", k.initial)
+		return none, nil, nil
 	}
-	return resumed
+	return none, tgt, err
 }
 
 // blockOf is resp's answer for one partition, nil when there is none.

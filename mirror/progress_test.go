@@ -10,6 +10,9 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
@@ -282,4 +285,82 @@ func sourceClient(t *testing.T, c *testClusters) sarama.Client {
 	}
 	t.Cleanup(func() { cl.Close() })
 	return cl
+}
+
+// TestResumeWaitsForUnreadableTargetProgress makes the target-side group unreadable
+// for a while (COORDINATOR_NOT_AVAILABLE on its OffsetFetch) after the source group was
+// deleted: the engine must not guess a starting offset (it would re-mirror from the
+// oldest), so no record is mirrored while the progress cannot be read; once it can,
+// the engine resumes from it with nothing lost or duplicated.
+func TestResumeWaitsForUnreadableTargetProgress(t *testing.T) {
+	const (
+		partitions = 2
+		n, m       = 200, 100
+	)
+	c := newClusters(t, partitions)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, n)
+	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.Streams = 1 })
+	first := startEngine(t, cfg, testLogger(t))
+	waitFor(t, 30*time.Second, "everything committed", func() bool {
+		s := first.e.Stats()
+		return len(s.Partitions) == partitions && s.Partitions[0].Committed == n && s.Partitions[1].Committed == n
+	})
+	if err := first.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if err := sourceAdmin(t, c).DeleteConsumerGroup(cfg.ConsumerGroup); err != nil {
+		t.Fatal(err)
+	}
+	w.produce(t, c.source, m)
+
+	fault := c.target.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetFetch}, Group: ProgressGroup(cfg.ConsumerGroup),
+		Err: kerr.CoordinatorNotAvailable, Count: -1})
+	logs, log := newLogLines(t)
+	second := startEngine(t, cfg, log)
+	waitFor(t, 20*time.Second, "two failed look-ups of the target-side progress", func() bool {
+		return logs.count("while reading the offsets of source group", "coordinator is not available") >= 2
+	})
+	if s := second.e.Stats(); s.Records != 0 || s.InFlight != 0 {
+		t.Fatalf("the engine mirrored %d records (%d in flight) while it could not read the target-side progress", s.Records, s.InFlight)
+	}
+	fault.Remove()
+	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 60*time.Second)
+	res := audit(t, w, got, true, true)
+	if res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
+		t.Fatalf("after the target-side progress became readable: %d records on the target, %d missing, %d duplicates; want %d, 0, 0",
+			res.records, res.missing, res.duplicates, w.total())
+	}
+	if s := second.e.Stats(); s.ResumedFromTarget < partitions {
+		t.Fatalf("ResumedFromTarget %d, want at least %d", s.ResumedFromTarget, partitions)
+	}
+	if err := second.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTargetProgressNotAuthorizedStartsAtInitialOffset denies the mirror Read on the
+// target-side group (GROUP_AUTHORIZATION_FAILED on its OffsetFetch): waiting cannot
+// help, so a new mirror must still start (at initialOffset) and mirror everything once,
+// and the log must say which permission is missing.
+func TestTargetProgressNotAuthorizedStartsAtInitialOffset(t *testing.T) {
+	const partitions = 2
+	c := newClusters(t, partitions)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, 300)
+	cfg := c.testConfig(t)
+	c.target.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetFetch}, Group: ProgressGroup(cfg.ConsumerGroup),
+		Err: kerr.GroupAuthorizationFailed, Count: -1})
+	logs, log := newLogLines(t)
+	r := startEngine(t, cfg, log)
+	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 30*time.Second)
+	if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
+		t.Fatalf("with the target-side group unreadable: %+v, want %d records, 0 missing, 0 duplicates", res, w.total())
+	}
+	if n := logs.count("Cannot read the target-side progress", "grant the mirror's target principal Read on this group"); n == 0 {
+		t.Fatal("no log line says that the target-side progress cannot be read and which permission is missing")
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
 }

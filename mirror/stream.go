@@ -137,16 +137,21 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 	if !e.streamSeen[s.id].Swap(true) {
 		e.joined.Add(1)
 	}
-	// Partitions the source group has no offset for resume from the target-side
-	// progress, before any claim starts.
-	for _, tp := range e.keeper.resume(sess, s.log) {
-		e.parts.get(tp.topic, tp.partition).resumed.Add(1)
-	}
 	ss := &sessionState{committer: newProgressCommitter(groupCommitter{sess}, e.keeper), stop: make(chan struct{}), done: make(chan struct{})}
 	s.mu.Lock()
 	s.cur = ss
 	s.mu.Unlock()
 	go e.commitLoop(ss)
+	// Partitions the source group has no offset for resume from the target-side
+	// progress, before any claim starts. An error ends the session (sarama still calls
+	// Cleanup, which finds ss) and the stream joins again after its backoff.
+	resumed, err := e.keeper.resume(sess, s.log)
+	if err != nil {
+		return err
+	}
+	for _, tp := range resumed {
+		e.parts.get(tp.topic, tp.partition).resumed.Add(1)
+	}
 	tps := claimsOf(sess)
 	s.log.Info("Joined the consumer group", "group", e.cfg.ConsumerGroup, "generation", sess.GenerationID(),
 		"partitions", formatPartitions(tps))
