@@ -64,6 +64,8 @@ type Engine struct {
 	// Set by Run before the streams start.
 	producer sarama.AsyncProducer
 	targets  *targetTopics
+	keeper   *progressKeeper
+	caughtUp *caughtUp
 
 	outPool sync.Pool
 
@@ -226,6 +228,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		if connsOpen {
 			conns.close()
+			// Caught-up probes end once the clients are closed.
+			e.caughtUp.wait()
 		}
 	}()
 
@@ -243,6 +247,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); e.watchDelivery(watchCtx) }()
 	defer func() { stopWatch(); <-watchDone }()
+
+	// The target-side progress is written until the streams have made their last
+	// commits, then once more.
+	stopKeeper, keeperDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(keeperDone); e.keeper.run(stopKeeper, e.abortCh) }()
 
 	// Acks are read until the producer is closed, after the streams drained.
 	acksDone := make(chan struct{})
@@ -262,6 +271,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if streamErr != nil {
 		e.fail(streamErr)
 	}
+	keeperDeadline := e.stopKeeper(stopKeeper)
 	cancel()
 
 	// The streams have committed what was acked; records still in flight are not
@@ -281,6 +291,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !waitUntil(deadline, acksDone) {
 		e.log.Info("Stopped waiting for the target to ack the records in flight; they are not committed and will be mirrored again after a restart")
 	}
+	// The keeper's last write needs the target admin, so it ends before the clients close.
+	e.awaitKeeper(keeperDone, keeperDeadline)
 	// sarama's Broker.Close takes the broker's lock, which a request waiting for a free
 	// in-flight slot (Net.MaxOpenRequests is 1) holds until the request before it gets
 	// its answer or its read timeout (Net.ReadTimeout, 30 s) from a target that hangs.
@@ -292,6 +304,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !waitUntil(deadline, closed) {
 		e.log.Info("Left the connections to the clusters closing in the background: a broker has not answered")
 	}
+	// Caught-up probes read the source; closing the clients ends one waiting for an answer.
+	probesDone := make(chan struct{})
+	go func() { defer close(probesDone); e.caughtUp.wait() }()
+	waitUntil(deadline, probesDone)
 
 	select {
 	case <-e.failed:
@@ -335,6 +351,26 @@ func waitUntil(deadline time.Time, done <-chan struct{}) bool {
 		return true
 	case <-t.C:
 		return false
+	}
+}
+
+// stopKeeper makes the progress keeper write the streams' last commits to the target
+// (after Abort it writes nothing more, as after a kill) and returns until when Run
+// waits for it: the write overlaps the producer's drain, so a target that stopped
+// answering delays the stop by neither twice.
+func (e *Engine) stopKeeper(stop chan struct{}) time.Time {
+	close(stop)
+	limit := min(progressFlushLimit, e.drainLimit)
+	if e.isFailed() {
+		limit = min(limit, fatalDrainLimit)
+	}
+	return time.Now().Add(limit)
+}
+
+// awaitKeeper waits for the progress keeper's last write until deadline.
+func (e *Engine) awaitKeeper(done chan struct{}, deadline time.Time) {
+	if !waitUntil(deadline, done) {
+		e.log.Info("Stopped waiting to write the progress to the target cluster; the source group holds it")
 	}
 }
 
@@ -512,6 +548,8 @@ func (e *Engine) connect() (*connections, error) {
 	}
 	e.producer = c.producer
 	e.targets = newTargetTopics(c.target, c.targetMeta, e.preserve)
+	e.keeper = newProgressKeeper(e, c.sourceAdmin, c.targetAdmin, c.targetMeta)
+	e.caughtUp = newCaughtUp(c.sourceMeta, e.cfg.NoDataLossEnabled())
 	ok = true
 	return c, nil
 }

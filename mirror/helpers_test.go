@@ -265,7 +265,7 @@ type targetContent map[int32][]*kgo.Record
 // fails after timeout.
 func readTarget(t *testing.T, cl *kfake.Cluster, topic string, want int, quiet, timeout time.Duration) targetContent {
 	t.Helper()
-	ends := endOffsets(t, cl, topic)
+	ends := topicEndOffsets(t, cl, topic)
 	client, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
 		// New partitions (expansion) must be seen within the test.
@@ -303,9 +303,9 @@ func readTarget(t *testing.T, cl *kfake.Cluster, topic string, want int, quiet, 
 	return nil
 }
 
-// endOffsets returns each partition's end offset (high watermark) of topic, or none when
-// the topic does not exist yet.
-func endOffsets(t *testing.T, cl *kfake.Cluster, topic string) map[int32]int64 {
+// topicEndOffsets returns each partition's end offset (high watermark) of topic on cl, or
+// none when the topic does not exist yet.
+func topicEndOffsets(t *testing.T, cl *kfake.Cluster, topic string) map[int32]int64 {
 	t.Helper()
 	sc := sarama.NewConfig()
 	sc.Version = sarama.V3_6_0_0

@@ -22,6 +22,7 @@ const (
 	metricCommits     = "kafka_mirror_commits_total"
 	metricRebalances  = "kafka_mirror_rebalances_total"
 	metricListenerErr = "kafka_mirror_listener_errors_total"
+	metricResumed     = "kafka_mirror_resumed_from_target_total"
 )
 
 var partitionLabels = []string{"topic", "partition"}
@@ -39,7 +40,7 @@ type metrics struct {
 	// past the listener timeout), which the handler package contains and never returns.
 	listenerErrors prometheus.Counter
 
-	records, bytes, filtered, skipped, inFlight, committed, lag, waiting *prometheus.Desc
+	records, bytes, filtered, skipped, inFlight, committed, lag, waiting, resumed *prometheus.Desc
 }
 
 func newMetrics() *metrics {
@@ -79,6 +80,7 @@ func newMetrics() *metrics {
 		committed: d(metricCommitted, "Last source offset committed (the next offset to read)."),
 		lag:       d(metricLag, "Source high watermark minus the committed offset."),
 		waiting:   d(metricWaiting, "1 while the partition waits for its target topic to exist or grow."),
+		resumed:   d(metricResumed, "Assignments that started from the target-side progress because the source group had no offset."),
 	}
 }
 
@@ -103,7 +105,7 @@ type partitionCollector struct {
 // Describe sends the per-partition descriptors.
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.m.records, c.m.bytes, c.m.filtered, c.m.skipped,
-		c.m.inFlight, c.m.committed, c.m.lag, c.m.waiting} {
+		c.m.inFlight, c.m.committed, c.m.lag, c.m.waiting, c.m.resumed} {
 		ch <- d
 	}
 }
@@ -123,6 +125,7 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.m.bytes, s.Bytes)
 		counter(c.m.filtered, s.Filtered)
 		counter(c.m.skipped, s.Skipped)
+		counter(c.m.resumed, s.ResumedFromTarget)
 		gauge(c.m.inFlight, s.InFlight)
 		gauge(c.m.waiting, map[bool]int64{false: 0, true: 1}[s.WaitingForTarget])
 		if s.Committed >= 0 {

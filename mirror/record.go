@@ -20,10 +20,10 @@ type claimState struct {
 	topic   string
 	// target is the renamed source topic, computed once per claim.
 	target string
-	// readyTopic and readyParts cache the last target topic found ready and its
-	// partition count, so the per-record check is a string and an integer comparison.
-	readyTopic string
-	readyParts int32
+	// ready caches the target topics found ready for this claim and their partition
+	// counts, so the per-record check is one map lookup and an integer comparison. A
+	// topic whose count is too small for a partition (preserve) is checked again.
+	ready map[string]int32
 
 	// rec and outs are reused for every record that goes through the handler chain.
 	rec  handler.Record

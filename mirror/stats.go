@@ -22,6 +22,9 @@ type Stats struct {
 	Rebalances int64
 	// SendErrors counts records whose send finally failed (the first one stops the engine).
 	SendErrors int64
+	// ResumedFromTarget counts partition assignments that started from the target-side
+	// progress because the source group had no offset (expired or deleted).
+	ResumedFromTarget int64
 	// Ready is what /readyz answers (see Engine.Ready).
 	Ready bool
 	// Partitions holds one entry per source partition this process has owned, sorted by
@@ -55,6 +58,9 @@ type PartitionStats struct {
 	// WaitingForTarget reports whether the partition waits for its target topic to
 	// exist or to have enough partitions.
 	WaitingForTarget bool
+	// ResumedFromTarget counts the assignments of this partition that started from the
+	// target-side progress.
+	ResumedFromTarget int64
 }
 
 // Stats returns a snapshot of the engine's progress. It is safe to call at any time,
@@ -73,6 +79,7 @@ func (e *Engine) Stats() Stats {
 		s.Filtered += ps.Filtered
 		s.Skipped += ps.Skipped
 		s.InFlight += ps.InFlight
+		s.ResumedFromTarget += ps.ResumedFromTarget
 		if ps.Assigned {
 			s.Lag += ps.Lag
 		}

@@ -60,6 +60,7 @@ func TestParseValid(t *testing.T) {
 					Source:                  Cluster{BootstrapServers: []string{"source-kafka:9092"}, ClientID: DefaultClientID},
 					Target:                  Cluster{BootstrapServers: []string{"target-kafka:9092"}, ClientID: DefaultClientID},
 					ConsumerGroup:           "kafka-mirror.default.orders",
+					InitialOffset:           InitialOffsetOldest,
 					Topics:                  Topics{Include: []string{`orders\..*`}},
 					Partitioning:            PartitioningPreserve,
 					SyncTopics:              BoolPtr(true),
@@ -124,6 +125,19 @@ func TestParseValid(t *testing.T) {
 			check: func(t *testing.T, c *Config) {
 				if c.OffsetCommitInterval.Duration != 90*time.Second || c.Partitioning != PartitioningRoundRobin || c.Metrics.Address != "0" {
 					t.Fatalf("got %v %v %q", c.OffsetCommitInterval, c.Partitioning, c.Metrics.Address)
+				}
+			},
+		},
+		"initialOffset defaults to oldest, latest is kept": {
+			yaml: minimal + "initialOffset: latest\n",
+			check: func(t *testing.T, c *Config) {
+				if c.InitialOffset != InitialOffsetLatest {
+					t.Fatalf("initialOffset %q, want latest", c.InitialOffset)
+				}
+				d := &Config{}
+				d.Default()
+				if d.InitialOffset != InitialOffsetOldest {
+					t.Fatalf("default initialOffset %q, want oldest", d.InitialOffset)
 				}
 			},
 		},
@@ -223,6 +237,10 @@ func TestValidate(t *testing.T) {
 		"partitioning": {
 			mutate: func(c *Config) { c.Partitioning = "random" },
 			want:   []string{`partitioning: Unsupported value: "random": supported values: "preserve", "hash", "roundRobin"`},
+		},
+		"initialOffset": {
+			mutate: func(c *Config) { c.InitialOffset = "earliest" },
+			want:   []string{`initialOffset: Unsupported value: "earliest": supported values: "oldest", "latest"`},
 		},
 		"negative durations": {
 			mutate: func(c *Config) {

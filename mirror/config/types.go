@@ -25,6 +25,10 @@ type Config struct {
 	Target Cluster `json:"target"`
 	// ConsumerGroup is the source consumer group whose committed offsets record progress.
 	ConsumerGroup string `json:"consumerGroup"`
+	// InitialOffset is where a source partition starts when neither the source group
+	// nor the target-side progress knows how far it was mirrored: oldest (every record
+	// still in the source) or latest (only records written from now on). Default oldest.
+	InitialOffset InitialOffset `json:"initialOffset,omitempty"`
 	// Topics selects and names the topics to mirror.
 	Topics Topics `json:"topics"`
 	// Partitioning chooses the target partition of each record. Default preserve.
@@ -133,6 +137,17 @@ const (
 	PartitioningHash Partitioning = "hash"
 	// PartitioningRoundRobin spreads records over the target partitions in turn.
 	PartitioningRoundRobin Partitioning = "roundRobin"
+)
+
+// InitialOffset chooses where a partition without any recorded progress starts.
+type InitialOffset string
+
+// Initial offsets.
+const (
+	// InitialOffsetOldest starts at the oldest record the source still holds.
+	InitialOffsetOldest InitialOffset = "oldest"
+	// InitialOffsetLatest starts at the end: only records written afterwards are mirrored.
+	InitialOffsetLatest InitialOffset = "latest"
 )
 
 // HandlerSpec is one step of the handler chain: exactly one of CEL or Name is set.

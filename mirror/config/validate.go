@@ -42,6 +42,12 @@ func (c *Config) ValidateFields(root *field.Path) field.ErrorList {
 	if strings.TrimSpace(c.ConsumerGroup) == "" {
 		errs = append(errs, field.Required(root.Child("consumerGroup"), "the source consumer group that stores the mirror's progress"))
 	}
+	switch c.InitialOffset {
+	case InitialOffsetOldest, InitialOffsetLatest:
+	default:
+		errs = append(errs, field.NotSupported(root.Child("initialOffset"), c.InitialOffset,
+			[]InitialOffset{InitialOffsetOldest, InitialOffsetLatest}))
+	}
 	errs = append(errs, c.Topics.validate(root.Child("topics"))...)
 	switch c.Partitioning {
 	case PartitioningPreserve, PartitioningHash, PartitioningRoundRobin:
