@@ -56,9 +56,14 @@ type Engine struct {
 	parts    partitionRegistry
 	topics   topicSet
 
-	// Set by Run before the streams start.
-	producer sarama.AsyncProducer
-	targets  *targetTopics
+	// Set by Run before the streams start: the batching and the single-record
+	// producers (see sizeLimits) and the single one's client.
+	producer     sarama.AsyncProducer
+	single       sarama.AsyncProducer
+	singleClient sarama.Client
+	targets      *targetTopics
+	limits       *sizeLimits
+	budget       *byteBudget
 
 	outPool sync.Pool
 
@@ -122,6 +127,8 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 		streamSeen:  make([]atomic.Bool, cfg.Streams),
 		failed:      make(chan struct{}),
 		abortCh:     make(chan struct{}),
+		limits:      &sizeLimits{override: cfg.ProducerMaxMessageBytes()},
+		budget:      newByteBudget(inFlightBytesFor(cfg.MaxInFlightBytes, cgroupMemoryMax)),
 	}
 	e.outPool.New = func() any { return new(outMsg) }
 	e.parts = partitionRegistry{parts: map[partitionKey]*partitionState{}, m: e.metrics}
@@ -138,7 +145,7 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 	} else {
 		e.gatherer = prometheus.DefaultGatherer
 	}
-	if err := e.metrics.register(reg, &e.parts); err != nil {
+	if err := e.metrics.register(reg, &e.parts, e.budget); err != nil {
 		return nil, fmt.Errorf("while registering metrics: %w", err)
 	}
 
@@ -213,25 +220,38 @@ func (e *Engine) Run(ctx context.Context) error {
 		return nil
 	}
 	defer conns.close()
-	producerOpen := true
-	defer func() {
-		if producerOpen {
-			_ = e.producer.Close()
-		}
-	}()
 
 	tl := newTopicLoop(e, conns)
 	if err := tl.runOnce(ctx); err != nil {
 		stopBackground()
 		return err
 	}
+	// The producers are sized by the limits of the target topics the first topic loop
+	// synced and read.
+	if err := e.openProducers(conns); err != nil {
+		stopBackground()
+		return err
+	}
+	producerOpen := true
+	defer func() {
+		if producerOpen {
+			_ = e.producer.Close()
+			_ = e.single.Close()
+		}
+	}()
 	bg.Go(func() error { tl.run(bgCtx); return nil })
 	bg.Go(func() error { e.logProgress(bgCtx); return nil })
 	bg.Go(func() error { e.watchDelivery(bgCtx); return nil })
 
 	// Acks are read until the producer is closed, after the streams drained.
 	acksDone := make(chan struct{})
-	go func() { defer close(acksDone); e.readAcks() }()
+	go func() {
+		defer close(acksDone)
+		var acks sync.WaitGroup
+		acks.Go(func() { e.readAcks(e.producer) })
+		acks.Go(func() { e.readAcks(e.single) })
+		acks.Wait()
+	}()
 
 	streams, sctx := errgroup.WithContext(ctx)
 	for id := 0; id < e.cfg.Streams; id++ {
@@ -246,6 +266,7 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	producerOpen = false
 	e.producer.AsyncClose()
+	e.single.AsyncClose()
 	// The streams have committed what was acked; records still in flight are not
 	// committed and will be mirrored again after a restart. A target that stopped
 	// answering must not hold the process past its grace period, so the wait for the
@@ -351,12 +372,15 @@ type connections struct {
 	targetAdmin sarama.ClusterAdmin
 	sourceMeta  sarama.Client
 	targetMeta  sarama.Client // the target admin's client
-	producer    sarama.AsyncProducer
-	target      sarama.Client
+	// The producers and their clients are made by Engine.openProducers.
+	producer     sarama.AsyncProducer
+	target       sarama.Client
+	single       sarama.AsyncProducer
+	singleClient sarama.Client
 }
 
 func (c *connections) close() {
-	for _, cl := range []interface{ Close() error }{c.sourceAdmin, c.targetAdmin, c.target} {
+	for _, cl := range []interface{ Close() error }{c.sourceAdmin, c.targetAdmin, c.target, c.singleClient} {
 		if cl != nil {
 			_ = cl.Close()
 		}
@@ -429,18 +453,6 @@ func (e *Engine) connect() (*connections, error) {
 		return nil, fmt.Errorf("while creating the target cluster admin: %w", err)
 	}
 
-	pc, err := kafka.ProducerConfig(e.cfg, e.kafkaOpts...)
-	if err != nil {
-		return nil, err
-	}
-	if c.target, err = kafka.NewClientFromConfig(e.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...); err != nil {
-		return nil, err
-	}
-	if c.producer, err = sarama.NewAsyncProducerFromClient(c.target); err != nil {
-		return nil, fmt.Errorf("while creating the producer for the target cluster: %w", err)
-	}
-	e.producer = c.producer
-	e.targets = newTargetTopics(c.target, c.targetMeta, e.preserve)
 	ok = true
 	return c, nil
 }

@@ -27,6 +27,10 @@ type outMsg struct {
 	sourceTime   time.Time
 	readAt       time.Time
 	size         int64
+	// via is the producer that sends it; budgeted is what it took from the byte budget
+	// (see Engine.admit).
+	via      route
+	budgeted int64
 }
 
 func (e *Engine) getOut() *outMsg {
@@ -59,8 +63,12 @@ func (o *outMsg) setKeyValue(key, value []byte) {
 // leaving the record un-acked so that its offset is never committed.
 func (e *Engine) send(o *outMsg) bool {
 	o.msg.Metadata = o
+	in := e.producer.Input()
+	if o.via == routeSingle {
+		in = e.single.Input()
+	}
 	select {
-	case e.producer.Input() <- &o.msg:
+	case in <- &o.msg:
 		return true
 	case <-e.failed:
 		return false
@@ -68,8 +76,8 @@ func (e *Engine) send(o *outMsg) bool {
 }
 
 // readAcks turns producer results into tracker acks until the producer is closed.
-func (e *Engine) readAcks() {
-	succ, errs := e.producer.Successes(), e.producer.Errors()
+func (e *Engine) readAcks(producer sarama.AsyncProducer) {
+	succ, errs := producer.Successes(), producer.Errors()
 	for succ != nil || errs != nil {
 		select {
 		case m, ok := <-succ:
@@ -98,6 +106,7 @@ func (e *Engine) acked(o *outMsg) {
 		p.age.Observe(max(now.Sub(o.sourceTime).Seconds(), 0))
 	}
 	o.tracker.Ack(o.ticket)
+	e.budget.release(o.budgeted)
 	e.putOut(o)
 }
 
@@ -120,6 +129,7 @@ func (e *Engine) sendFailed(pe *sarama.ProducerError) {
 		e.fail(fmt.Errorf("while writing to target topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, pe.Err))
 		return
 	}
+	e.budget.release(o.budgeted)
 	e.fail(fmt.Errorf("while writing source record %s/%d offset %d to target topic %q partition %d (read %v ago): %w",
 		o.part.topic, o.part.partition, o.sourceOffset, pe.Msg.Topic, pe.Msg.Partition, time.Since(o.readAt).Round(time.Millisecond), pe.Err))
 }

@@ -25,9 +25,13 @@ type claimState struct {
 	readyTopic string
 	readyParts int32
 
-	// rec and outs are reused for every record that goes through the handler chain.
-	rec  handler.Record
-	outs []*handler.Record
+	// rec and outs are reused for every record that goes through the handler chain,
+	// pending for the messages of the record being sent.
+	rec     handler.Record
+	outs    []*handler.Record
+	pending []*outMsg
+	// via is the producer this claim sent its last record through (see Engine.admit).
+	via route
 
 	lastMarked int64
 }
@@ -54,8 +58,14 @@ func (e *Engine) mirrorRecord(ctx context.Context, c *claimState, m *sarama.Cons
 		}
 		o.msg.Headers = o.headers
 		e.fill(o, c, m, now)
+		c.pending = append(c.pending[:0], o)
+		if err := e.admit(ctx, c, c.pending); err != nil {
+			e.putOut(o)
+			return err
+		}
 		o.ticket = c.tracker.Add(m.Offset, 1)
 		if !e.send(o) {
+			e.budget.release(o.budgeted)
 			return errStopped
 		}
 		return nil
@@ -108,7 +118,10 @@ func (e *Engine) mirrorThroughChain(ctx context.Context, c *claimState, m *saram
 			return err
 		}
 	}
-	tk := c.tracker.Add(m.Offset, len(outs))
+	// Every output is built and admitted (producer chosen, bytes taken) before the
+	// record is added to the tracker, so that a record is either wholly in flight or not
+	// started.
+	pending := c.pending[:0]
 	for _, out := range outs {
 		o := e.getOut()
 		o.msg.Topic = e.targetName(c, out.Topic)
@@ -120,8 +133,25 @@ func (e *Engine) mirrorThroughChain(ctx context.Context, c *claimState, m *saram
 		}
 		o.msg.Headers = o.headers
 		e.fill(o, c, m, now)
+		pending = append(pending, o)
+	}
+	c.pending = pending
+	defer clear(c.pending)
+	if err := e.admit(ctx, c, pending); err != nil {
+		for _, o := range pending {
+			e.putOut(o)
+		}
+		return err
+	}
+	tk := c.tracker.Add(m.Offset, len(pending))
+	for i, o := range pending {
 		o.ticket = tk
 		if !e.send(o) {
+			// The engine failed: the outputs not sent give their bytes back; the
+			// record stays un-acked, so no commit passes it.
+			for _, rest := range pending[i:] {
+				e.budget.release(rest.budgeted)
+			}
 			return errStopped
 		}
 	}
