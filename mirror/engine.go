@@ -71,6 +71,8 @@ type Engine struct {
 	httpAddress string
 
 	commits, rebalances, sendErrors atomic.Int64
+	// resent counts records sent again alone after their batch was refused as too large.
+	resent atomic.Int64
 	// joined counts streams that started at least one group session.
 	joined     atomic.Int64
 	streamSeen []atomic.Bool
@@ -243,14 +245,17 @@ func (e *Engine) Run(ctx context.Context) error {
 	bg.Go(func() error { e.logProgress(bgCtx); return nil })
 	bg.Go(func() error { e.watchDelivery(bgCtx); return nil })
 
-	// Acks are read until the producer is closed, after the streams drained.
+	// Acks are read until the producers are closed, after the streams drained. The
+	// single-record producer is closed only once the batching one returned everything:
+	// a batch the target refused as too large is sent again through it (resendAlone).
 	acksDone := make(chan struct{})
 	go func() {
 		defer close(acksDone)
-		var acks sync.WaitGroup
-		acks.Go(func() { e.readAcks(e.producer) })
-		acks.Go(func() { e.readAcks(e.single) })
-		acks.Wait()
+		singleDone := make(chan struct{})
+		go func() { defer close(singleDone); e.readAcks(e.single) }()
+		e.readAcks(e.producer)
+		e.single.AsyncClose()
+		<-singleDone
 	}()
 
 	streams, sctx := errgroup.WithContext(ctx)
@@ -266,7 +271,6 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	producerOpen = false
 	e.producer.AsyncClose()
-	e.single.AsyncClose()
 	// The streams have committed what was acked; records still in flight are not
 	// committed and will be mirrored again after a restart. A target that stopped
 	// answering must not hold the process past its grace period, so the wait for the

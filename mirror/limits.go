@@ -55,6 +55,9 @@ type sizeLimits struct {
 	// unknown collects target topics a record went to without a known limit (a handler
 	// may choose any topic), so that the next topic loop describes them.
 	unknown sync.Map
+	// distrusted holds target topics that refused a batch the engine thought fit: their
+	// limit fell after it was read. Their records go one at a time until it is read again.
+	distrusted sync.Map
 }
 
 // set stores freshly read limits.
@@ -65,6 +68,10 @@ func (l *sizeLimits) set(m topics.MessageLimits) { l.known.Store(&m) }
 func (l *sizeLimits) limit(topic string) (int, bool) {
 	if l.override > 0 {
 		return min(l.override, maxProducibleBytes), true
+	}
+	if _, ok := l.distrusted.Load(topic); ok {
+		l.unknown.Store(topic, struct{}{})
+		return 0, false
 	}
 	if m := l.known.Load(); m != nil {
 		if n, ok := m.Topics[topic]; ok {
@@ -173,6 +180,7 @@ func (e *Engine) readLimits(admin sarama.ClusterAdmin, targets []string) error {
 	}
 	for t := range m.Topics {
 		e.limits.unknown.Delete(t)
+		e.limits.distrusted.Delete(t)
 	}
 	e.limits.set(m)
 	return nil
@@ -277,5 +285,35 @@ func (e *Engine) singleProducerKnows(ctx context.Context, topic string, partitio
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// resendAlone sends o again through the single-record producer after the target refused
+// its batch as too large: the topic's limit fell below what the batching producer was
+// sized for (altered while mirroring, or misread). From now on the topic's records go
+// one at a time until the topic loop reads its limit again. It runs on the goroutine
+// that reads the batching producer's results, so refused records are sent again in
+// the order they were refused.
+//
+// Order within the partition is kept for the refused records among themselves, but
+// records queued behind them in the batching producer may reach the target first: the
+// one ordering exception, which only a target topic whose limit is lowered while the
+// mirror runs can cause. Nothing is lost or duplicated.
+func (e *Engine) resendAlone(o *outMsg) {
+	if _, seen := e.limits.distrusted.LoadOrStore(o.msg.Topic, struct{}{}); !seen {
+		e.log.Info("Target refused a record batch as too large; sending the topic's records one at a time until its max.message.bytes is read again",
+			"targetTopic", o.msg.Topic, "partition", o.msg.Partition, "batchBytes", e.limits.batchCap)
+	}
+	e.resent.Add(1)
+	o.via = routeSingle
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.DeliveryTimeout.Duration)
+	defer cancel()
+	if err := e.singleProducerKnows(ctx, o.msg.Topic, o.msg.Partition); err != nil {
+		e.fail(fmt.Errorf("while sending source record %s/%d offset %d again, alone: %w", o.part.topic, o.part.partition, o.sourceOffset, err))
+		return
+	}
+	select {
+	case e.single.Input() <- &o.msg:
+	case <-e.failed:
 	}
 }

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -121,7 +122,14 @@ func (e *Engine) acked(o *outMsg) {
 // queued behind it, so later records of the same partition may reach the target before
 // the engine stops. Nothing is lost, but after the restart those records are on the
 // target twice, the first copies before the refused record.
+//
+// A batch of several records refused as too large is the engine's problem, not the
+// records': it is never fatal, its records are sent again one by one (resendAlone).
 func (e *Engine) sendFailed(pe *sarama.ProducerError) {
+	if o, ok := pe.Msg.Metadata.(*outMsg); ok && o.via == routeBatch && errors.Is(pe.Err, sarama.ErrMessageSizeTooLarge) && !e.isFailed() {
+		e.resendAlone(o)
+		return
+	}
 	e.sendErrors.Add(1)
 	e.metrics.sendErrors.Inc()
 	o, ok := pe.Msg.Metadata.(*outMsg)
@@ -130,6 +138,13 @@ func (e *Engine) sendFailed(pe *sarama.ProducerError) {
 		return
 	}
 	e.budget.release(o.budgeted)
+	if errors.Is(pe.Err, sarama.ErrMessageSizeTooLarge) {
+		limit, _ := e.limits.limit(pe.Msg.Topic)
+		e.fail(fmt.Errorf("while writing source record %s/%d offset %d to target topic %q partition %d: the target refused a record batch of this record alone "+
+			"(%d bytes at most; limit known to the engine %d, 0 when unknown): %w",
+			o.part.topic, o.part.partition, o.sourceOffset, pe.Msg.Topic, pe.Msg.Partition, pe.Msg.ByteSize(2)+recordBatchOverhead, limit, pe.Err))
+		return
+	}
 	e.fail(fmt.Errorf("while writing source record %s/%d offset %d to target topic %q partition %d (read %v ago): %w",
 		o.part.topic, o.part.partition, o.sourceOffset, pe.Msg.Topic, pe.Msg.Partition, time.Since(o.readAt).Round(time.Millisecond), pe.Err))
 }

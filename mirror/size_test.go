@@ -20,18 +20,28 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
 
-// slowTarget makes the target answer every produce request after delay, so that records
-// pile up in the producer while a request is in flight and its batches grow. The
-// control function sleeps without holding up the rest of the cluster.
-func slowTarget(cl *kfake.Cluster, delay time.Duration) (produceRequests *atomic.Int64) {
-	var n atomic.Int64
+// slowTarget makes the target answer every produce request after a delay (set and
+// changed through the returned control), so that records pile up in the producer while
+// a request is in flight and its batches grow. The control function sleeps without
+// holding up the rest of the cluster.
+func slowTarget(cl *kfake.Cluster, delay time.Duration) *slowControl {
+	sc := &slowControl{}
+	sc.delay.Store(int64(delay))
 	cl.ControlKey(kmsg.Produce.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
 		cl.KeepControl()
-		n.Add(1)
-		cl.SleepControl(func() { time.Sleep(delay) })
+		sc.requests.Add(1)
+		if d := time.Duration(sc.delay.Load()); d > 0 {
+			cl.SleepControl(func() { time.Sleep(d) })
+		}
 		return nil, nil, false
 	})
-	return &n
+	return sc
+}
+
+// slowControl counts the produce requests and holds the delay of slowTarget.
+type slowControl struct {
+	requests atomic.Int64
+	delay    atomic.Int64 // nanoseconds
 }
 
 // createTopic creates topic on cl with partitions and configs (a kfake topic accepts
@@ -106,14 +116,60 @@ func TestSmallTargetTopicLimitMirrorsEverything(t *testing.T) {
 	}
 	// Batches were built, not records sent one by one: 20,000 records in far fewer
 	// requests than records.
-	if n := requests.Load(); n >= int64(w.total())/10 {
+	if n := requests.requests.Load(); n >= int64(w.total())/10 {
 		t.Fatalf("%d produce requests for %d records: the records were not batched", n, w.total())
 	}
 	if cap := r.e.limits.batchCap; cap != 65536-recordBatchOverhead {
 		t.Fatalf("batch cap %d, want %d (the target topic's limit minus the batch header)", cap, 65536-recordBatchOverhead)
 	}
 	t.Logf("64 KB target limit: %d records of 1 KB mirrored in %d produce requests, 0 lost, 0 duplicates, order kept, in %v",
-		res.records, requests.Load(), time.Since(start).Round(time.Millisecond))
+		res.records, requests.requests.Load(), time.Since(start).Round(time.Millisecond))
+}
+
+// TestTargetLimitLoweredWhileMirroring lowers the target topic's max.message.bytes from
+// 1 MiB to 64 KB while batches of up to 1 MiB are on their way: the target refuses them
+// with MESSAGE_TOO_LARGE, which is not fatal: the engine sends their records again one
+// by one, then reads the new limit and goes on. Nothing is lost or duplicated; order
+// may break only for the records queued behind a refused batch (the documented
+// exception), so it is counted, not required.
+func TestTargetLimitLoweredWhileMirroring(t *testing.T) {
+	const partitions = 2
+	c := newClusters(t, partitions)
+	createTopic(t, c.target, testTopic, partitions, nil)
+	w := newWorkload(partitions)
+	w.valueBytes = 1 << 10
+	w.produce(t, c.source, 4000)
+	slow := slowTarget(c.target, 50*time.Millisecond)
+
+	r := startEngine(t, c.testConfig(t, func(cfg *config.Config) { cfg.DeliveryTimeout.Duration = 30 * time.Second }), testLogger(t))
+	waitFor(t, 30*time.Second, "the first records mirrored", func() bool { return r.e.Stats().Records > 500 })
+	alterTopic(t, c.target, testTopic, map[string]string{"max.message.bytes": "65536"})
+	waitFor(t, 30*time.Second, "a refused batch sent again", func() bool { return r.e.resent.Load() > 0 })
+	slow.delay.Store(0)
+	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 120*time.Second)
+	res := audit(t, w, got, true, false)
+	late := 0 // records that arrived after a later record of their partition
+	for _, recs := range got {
+		last := -1
+		for _, rec := range recs {
+			_, i := recordID(t, rec)
+			if i < last {
+				late++
+			}
+			last = max(last, i)
+		}
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil: a refused batch of several records must not be fatal", err)
+	}
+	if res.missing != 0 || res.duplicates != 0 {
+		t.Fatalf("%d missing, %d duplicates; want 0, 0", res.missing, res.duplicates)
+	}
+	if s := r.e.Stats(); s.SendErrors != 0 {
+		t.Fatalf("%d send errors, want 0", s.SendErrors)
+	}
+	t.Logf("target limit lowered to 64 KB mid-stream: %d records sent again alone; %d records, 0 lost, 0 duplicates, %d arrived after a later record of their partition",
+		r.e.resent.Load(), res.records, late)
 }
 
 // sizedRecords writes, in order, one record per size to partition 0 of topic, each
