@@ -216,7 +216,8 @@ func (e *Engine) openProducers(c *connections) error {
 	}
 	e.producer, e.single, e.singleClient = c.producer, c.single, c.singleClient
 	e.targets = newTargetTopics(c.target, c.targetMeta, e.preserve)
-	e.log.V(1).Info("Sized the producer's batches by the target topics' limits", "batchBytes", e.limits.batchCap, "targetTopics", len(targets))
+	e.log.Info("Sized record batches by the target topics' max.message.bytes", "batchBytes", e.limits.batchCap,
+		"targetTopics", len(targets), "maxInFlightBytes", e.budget.limit)
 	return nil
 }
 
