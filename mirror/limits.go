@@ -39,11 +39,18 @@ const maxProducibleBytes = config.MaxMaxMessageBytes
 //     whose limit is unknown or fell below batchCap after the producer was made (a
 //     topic created later with a small limit), until a restart sizes the batching
 //     producer again. Correct, only slower.
-//   - A record whose own batch exceeds its topic's limit is a fatal error naming it.
+//   - A record whose own batch exceeds its topic's limit is a fatal error naming it,
+//     raised before sending (the broker's refusal would say less).
+//   - A batch the target refuses all the same (its limit was lowered while mirroring)
+//     is not fatal: its records are sent again alone (Engine.resendAlone).
 //
 // A partition's records go through one producer at a time: the claim waits until
 // everything it sent through one has been acked before it sends through the other, so
-// order within the partition is kept.
+// order within the partition is kept. The only exception is resendAlone's.
+//
+// Sizes are measured uncompressed (sarama's ProducerMessage.ByteSize, an upper bound of
+// the record's encoding); the engine does not compress, and a compression setting would
+// have to keep batches within the limit after compression too.
 //
 // Limits come from the target (topics.ReadMessageLimits), read by the topic loop at
 // start and every topicSyncInterval, or from producer.maxMessageBytes for every topic.
@@ -66,12 +73,14 @@ func (l *sizeLimits) set(m topics.MessageLimits) { l.known.Store(&m) }
 // limit returns the target topic's max.message.bytes (capped at what sarama can send)
 // and whether it is known.
 func (l *sizeLimits) limit(topic string) (int, bool) {
-	if l.override > 0 {
-		return min(l.override, maxProducibleBytes), true
-	}
+	// A topic that refused a batch the engine thought fit is not trusted, whatever the
+	// override says, until its limit is read again.
 	if _, ok := l.distrusted.Load(topic); ok {
 		l.unknown.Store(topic, struct{}{})
 		return 0, false
+	}
+	if l.override > 0 {
+		return min(l.override, maxProducibleBytes), true
 	}
 	if m := l.known.Load(); m != nil {
 		if n, ok := m.Topics[topic]; ok {
