@@ -61,11 +61,16 @@ type Engine struct {
 	parts    partitionRegistry
 	topics   topicSet
 
-	// Set by Run before the streams start.
-	producer sarama.AsyncProducer
-	targets  *targetTopics
-	keeper   *progressKeeper
-	caughtUp *caughtUp
+	// Set by Run before the streams start: the batching and the single-record
+	// producers (see sizeLimits) and the single one's client.
+	producer     sarama.AsyncProducer
+	single       sarama.AsyncProducer
+	singleClient sarama.Client
+	targets      *targetTopics
+	limits       *sizeLimits
+	budget       *byteBudget
+	keeper       *progressKeeper
+	caughtUp     *caughtUp
 
 	outPool sync.Pool
 
@@ -73,6 +78,8 @@ type Engine struct {
 	httpAddress string
 
 	commits, rebalances, sendErrors atomic.Int64
+	// resent counts records sent again alone after their batch was refused as too large.
+	resent atomic.Int64
 	// joined counts streams that started at least one group session.
 	joined     atomic.Int64
 	streamSeen []atomic.Bool
@@ -130,6 +137,8 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 		streamSeen:  make([]atomic.Bool, cfg.Streams),
 		failed:      make(chan struct{}),
 		abortCh:     make(chan struct{}),
+		limits:      &sizeLimits{override: cfg.ProducerMaxMessageBytes()},
+		budget:      newByteBudget(inFlightBytesFor(cfg.MaxInFlightBytes, cgroupMemoryMax)),
 	}
 	e.outPool.New = func() any { return new(outMsg) }
 	e.parts = partitionRegistry{parts: map[partitionKey]*partitionState{}, m: e.metrics}
@@ -146,7 +155,7 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 	} else {
 		e.gatherer = prometheus.DefaultGatherer
 	}
-	if err := e.metrics.register(reg, &e.parts); err != nil {
+	if err := e.metrics.register(reg, &e.parts, e.budget); err != nil {
 		return nil, fmt.Errorf("while registering metrics: %w", err)
 	}
 
@@ -221,10 +230,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		// Only ctx ending (a stop or Abort) ends the retries; that is not an error.
 		return nil
 	}
-	connsOpen, producerOpen := true, true
+	connsOpen, producerOpen := true, false
 	defer func() {
 		if producerOpen {
 			_ = e.producer.Close()
+			_ = e.single.Close()
 		}
 		if connsOpen {
 			conns.close()
@@ -238,6 +248,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		stopBackground()
 		return err
 	}
+	// The producers are sized by the limits of the target topics the first topic loop
+	// synced and read.
+	if err := e.openProducers(conns); err != nil {
+		stopBackground()
+		return err
+	}
+	producerOpen = true
 	bg.Go(func() error { tl.run(bgCtx); return nil })
 	bg.Go(func() error { e.logProgress(bgCtx); return nil })
 	// The delivery watch runs until Run returns, not only while the streams run: the
@@ -253,9 +270,18 @@ func (e *Engine) Run(ctx context.Context) error {
 	stopKeeper, keeperDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(keeperDone); e.keeper.run(stopKeeper, e.abortCh) }()
 
-	// Acks are read until the producer is closed, after the streams drained.
+	// Acks are read until the producers are closed, after the streams drained. The
+	// single-record producer is closed only once the batching one returned everything:
+	// a batch the target refused as too large is sent again through it (resendAlone).
 	acksDone := make(chan struct{})
-	go func() { defer close(acksDone); e.readAcks() }()
+	go func() {
+		defer close(acksDone)
+		singleDone := make(chan struct{})
+		go func() { defer close(singleDone); e.readAcks(e.single) }()
+		e.readAcks(e.producer)
+		e.single.AsyncClose()
+		<-singleDone
+	}()
 
 	// The shutdown's clock starts when ctx ends (a stop, a fatal error), as each
 	// session's drain does, not when the streams are done.
@@ -458,12 +484,15 @@ type connections struct {
 	targetAdmin sarama.ClusterAdmin
 	sourceMeta  sarama.Client
 	targetMeta  sarama.Client // the target admin's client
-	producer    sarama.AsyncProducer
-	target      sarama.Client
+	// The producers and their clients are made by Engine.openProducers.
+	producer     sarama.AsyncProducer
+	target       sarama.Client
+	single       sarama.AsyncProducer
+	singleClient sarama.Client
 }
 
 func (c *connections) close() {
-	for _, cl := range []interface{ Close() error }{c.sourceAdmin, c.targetAdmin, c.target} {
+	for _, cl := range []interface{ Close() error }{c.sourceAdmin, c.targetAdmin, c.target, c.singleClient} {
 		if cl != nil {
 			_ = cl.Close()
 		}
@@ -536,18 +565,6 @@ func (e *Engine) connect() (*connections, error) {
 		return nil, fmt.Errorf("while creating the target cluster admin: %w", err)
 	}
 
-	pc, err := kafka.ProducerConfig(e.cfg, e.kafkaOpts...)
-	if err != nil {
-		return nil, err
-	}
-	if c.target, err = kafka.NewClientFromConfig(e.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...); err != nil {
-		return nil, err
-	}
-	if c.producer, err = sarama.NewAsyncProducerFromClient(c.target); err != nil {
-		return nil, fmt.Errorf("while creating the producer for the target cluster: %w", err)
-	}
-	e.producer = c.producer
-	e.targets = newTargetTopics(c.target, c.targetMeta, e.preserve)
 	e.keeper = newProgressKeeper(e, c.sourceAdmin, c.targetAdmin, c.targetMeta)
 	e.caughtUp = newCaughtUp(c.sourceMeta, e.cfg.NoDataLossEnabled())
 	ok = true

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -152,6 +153,8 @@ type workload struct {
 	partitions int32
 	base       time.Time
 	next       []int // next index per partition
+	// valueBytes, when set, pads every non-null value to that many bytes.
+	valueBytes int
 }
 
 func newWorkload(partitions int32) *workload {
@@ -173,6 +176,9 @@ func (w *workload) record(p int32, i int) *kgo.Record {
 	}
 	if i%7 != 0 {
 		r.Value = []byte(fmt.Sprintf("v%d-%d-%s", p, i, "payload-payload-payload"))
+		if w.valueBytes > len(r.Value) {
+			r.Value = append(r.Value, bytes.Repeat([]byte{'x'}, w.valueBytes-len(r.Value))...)
+		}
 	}
 	return r
 }

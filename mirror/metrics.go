@@ -13,6 +13,7 @@ const (
 	metricFiltered    = "kafka_mirror_filtered_records_total"
 	metricSkipped     = "kafka_mirror_skipped_records_total"
 	metricInFlight    = "kafka_mirror_inflight_records"
+	metricInFlightB   = "kafka_mirror_inflight_bytes"
 	metricCommitted   = "kafka_mirror_committed_offset"
 	metricLag         = "kafka_mirror_lag_records"
 	metricWaiting     = "kafka_mirror_waiting_for_target"
@@ -84,10 +85,14 @@ func newMetrics() *metrics {
 	}
 }
 
-func (m *metrics) register(r prometheus.Registerer, parts *partitionRegistry) error {
+func (m *metrics) register(r prometheus.Registerer, parts *partitionRegistry, budget *byteBudget) error {
 	for _, c := range []prometheus.Collector{
 		m.recordAge, m.latency, m.sendErrors, m.commits, m.rebalances, m.listenerErrors,
 		&partitionCollector{m: m, parts: parts},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: metricInFlightB,
+			Help: "Bytes (key, value, headers) of records handed to the producer and not yet acked: the part of maxInFlightBytes in use.",
+		}, func() float64 { used, _ := budget.usage(); return float64(used) }),
 	} {
 		if err := r.Register(c); err != nil {
 			return err

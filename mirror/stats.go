@@ -13,6 +13,13 @@ type Stats struct {
 	Skipped int64
 	// InFlight is the number of source records read and not yet fully acked.
 	InFlight int64
+	// InFlightBytes is the part of the byte budget (maxInFlightBytes) in use now: the
+	// bytes of the records handed to the producer and not yet acked.
+	InFlightBytes int64
+	// InFlightBytesPeak is the most InFlightBytes has ever been.
+	InFlightBytesPeak int64
+	// MaxInFlightBytes is the byte budget (maxInFlightBytes, or its default).
+	MaxInFlightBytes int64
 	// Lag is the sum of the assigned partitions' lag.
 	Lag int64
 	// Commits counts offset commits the source group coordinator confirmed (for at
@@ -72,6 +79,8 @@ func (e *Engine) Stats() Stats {
 		SendErrors: e.sendErrors.Load(),
 		Ready:      e.Ready() == nil,
 	}
+	s.InFlightBytes, s.InFlightBytesPeak = e.budget.usage()
+	s.MaxInFlightBytes = e.budget.limit
 	for _, p := range e.parts.all() {
 		ps := p.snapshot()
 		s.Records += ps.Records

@@ -258,6 +258,15 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *Config) { c.MaxInFlightPerPartition = -5 },
 			want:   []string{"maxInFlightPerPartition: Invalid value: -5: must be at least 1"},
 		},
+		"max in flight bytes": {
+			mutate: func(c *Config) { c.MaxInFlightBytes = -1 },
+			want:   []string{"maxInFlightBytes: Invalid value: -1: must be positive (unset: derived from the container's memory limit)"},
+		},
+		"producer max message bytes": {
+			mutate: func(c *Config) { c.Producer = &Producer{MaxMessageBytes: 100} },
+			want: []string{"producer.maxMessageBytes: Invalid value: 100: must be between 1024 and 104792064 bytes " +
+				"(unset: the target topics' max.message.bytes)"},
+		},
 		"bootstrap servers without port": {
 			mutate: func(c *Config) { c.Source.BootstrapServers = []string{"ok:1", "nohost", ":9092"} },
 			want: []string{

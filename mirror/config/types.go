@@ -55,6 +55,14 @@ type Config struct {
 	// MaxInFlightPerPartition bounds records read but not yet acked, per source
 	// partition, so memory stays flat when the target is slow. Default 10000.
 	MaxInFlightPerPartition int `json:"maxInFlightPerPartition,omitempty"`
+	// MaxInFlightBytes bounds the bytes (key, value and headers) of records read but not
+	// yet acked, for the whole process, together with maxInFlightPerPartition: records
+	// wait before the producer while it is used up. A record larger than the whole
+	// budget still passes, alone. Default: a quarter of the container's memory limit when
+	// one is set, else 256 MiB.
+	MaxInFlightBytes int64 `json:"maxInFlightBytes,omitempty"`
+	// Producer tunes the producer that writes to the target.
+	Producer *Producer `json:"producer,omitempty"`
 	// Handlers is an ordered chain of message handlers applied to every record.
 	Handlers []HandlerSpec `json:"handlers,omitempty"`
 	// RebalanceListener is a named listener called when partitions are assigned or
@@ -62,6 +70,16 @@ type Config struct {
 	RebalanceListener *PluginSpec `json:"rebalanceListener,omitempty"`
 	// Metrics configures the HTTP endpoint serving /metrics, /healthz and /readyz.
 	Metrics Metrics `json:"metrics,omitempty"`
+}
+
+// Producer tunes the producer that writes to the target.
+type Producer struct {
+	// MaxMessageBytes replaces, for every target topic, the size limit of one record
+	// batch that the engine otherwise reads from the target (each topic's
+	// max.message.bytes, else the broker's message.max.bytes). Set it when the mirror
+	// may not describe the target's configs, or to send smaller batches. Default: unset,
+	// the target's limits.
+	MaxMessageBytes int `json:"maxMessageBytes,omitempty"`
 }
 
 // Cluster says how to reach one Kafka cluster.
@@ -234,6 +252,14 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // BoolPtr returns a pointer to b, for the optional booleans of Config.
 func BoolPtr(b bool) *bool { return &b }
+
+// ProducerMaxMessageBytes returns producer.maxMessageBytes, 0 when unset.
+func (c *Config) ProducerMaxMessageBytes() int {
+	if c.Producer == nil {
+		return 0
+	}
+	return c.Producer.MaxMessageBytes
+}
 
 // NoDataLossEnabled reports whether the no-data-loss policy is on (the default).
 func (c *Config) NoDataLossEnabled() bool { return c.NoDataLoss == nil || *c.NoDataLoss }

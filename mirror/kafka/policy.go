@@ -80,6 +80,12 @@ func keepLookingForLeaders(sc *sarama.Config, timeout time.Duration) {
 	sc.Metadata.Retry.BackoffFunc = backoff
 }
 
+// ConsumerChannelBuffer is the number of records each partition's consumer reads ahead
+// of the engine. They are outside the engine's byte budget (maxInFlightBytes), so the
+// count is kept small: with 100 KB records it is 25 MB per assigned partition, plus the
+// fetch being handed over (Consumer.Fetch.Default, 1 MiB, or one larger batch).
+const ConsumerChannelBuffer = 256
+
 // ConsumerConfig returns the configuration of one consumer-group member on c.Source.
 //
 // Always: no auto-commit (the engine commits only acked offsets), start a partition
@@ -104,7 +110,7 @@ func ConsumerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
 	}
 	co.Group.ResetInvalidOffsets = false
 	co.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategySticky()}
-	sc.ChannelBufferSize = 1024
+	sc.ChannelBufferSize = ConsumerChannelBuffer
 	if c.NoDataLossEnabled() {
 		co.IsolationLevel = sarama.ReadCommitted
 	}
