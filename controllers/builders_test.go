@@ -90,6 +90,9 @@ func TestRenderConfig(t *testing.T) {
 				s.OffsetCommitInterval = &metav1.Duration{Duration: time.Second}
 				s.DeliveryTimeout = &metav1.Duration{Duration: time.Minute}
 				s.MaxInFlightPerPartition = 500
+				s.MaxInFlightBytes = 64 << 20
+				s.InitialOffset = "latest"
+				s.Producer = &v1alpha1.ProducerSpec{MaxMessageBytes: 65536}
 				s.Handlers = []v1alpha1.HandlerSpec{
 					{CEL: &v1alpha1.CELHandler{Filter: "true", OnError: v1alpha1.OnErrorSkip, Transform: &v1alpha1.CELTransform{Value: "record.value"}}},
 					{Name: "headerFilter", Args: map[string]string{"drop": "x"}},
@@ -100,11 +103,13 @@ func TestRenderConfig(t *testing.T) {
 				got := []any{c.ConsumerGroup, c.Source.ClientID, c.Topics.Exclude, *c.Topics.Rename, c.Partitioning, c.SyncTopicConfigs,
 					c.TopicSyncInterval.Duration, *c.NoDataLoss, c.Streams, c.OffsetCommitInterval.Duration, c.DeliveryTimeout.Duration,
 					c.MaxInFlightPerPartition, c.Handlers[0].CEL.Filter, c.Handlers[0].CEL.OnError, c.Handlers[0].CEL.Transform.Value,
-					c.Handlers[1].Name, c.Handlers[1].Args, *c.RebalanceListener, *c.SyncTopics}
+					c.Handlers[1].Name, c.Handlers[1].Args, *c.RebalanceListener, *c.SyncTopics,
+					c.MaxInFlightBytes, c.InitialOffset, c.Producer.MaxMessageBytes}
 				want := []any{"my-group", "src-client", []string{`orders\.tmp\..*`}, config.Rename{Template: "dc1.{topic}"}, config.PartitioningHash, true,
 					10 * time.Second, false, 4, time.Second, time.Minute,
 					500, "true", config.OnErrorSkip, "record.value",
-					"headerFilter", map[string]string{"drop": "x"}, config.PluginSpec{Name: "log", Args: map[string]string{"level": "info"}}, false}
+					"headerFilter", map[string]string{"drop": "x"}, config.PluginSpec{Name: "log", Args: map[string]string{"level": "info"}}, false,
+					int64(64 << 20), config.InitialOffsetLatest, 65536}
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("rendered\n%#v\nwant\n%#v", got, want)
 				}

@@ -31,6 +31,8 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 		NoDataLoss:              s.NoDataLoss,
 		Streams:                 int(s.Streams),
 		MaxInFlightPerPartition: int(s.MaxInFlightPerPartition),
+		MaxInFlightBytes:        s.MaxInFlightBytes,
+		InitialOffset:           config.InitialOffset(s.InitialOffset),
 		Metrics:                 config.Metrics{Address: fmt.Sprintf(":%d", metricsPort)},
 	}
 	if r := s.Topics.Rename; r != nil {
@@ -44,6 +46,9 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 	}
 	if d := s.DeliveryTimeout; d != nil {
 		c.DeliveryTimeout.Duration = d.Duration
+	}
+	if p := s.Producer; p != nil {
+		c.Producer = &config.Producer{MaxMessageBytes: int(p.MaxMessageBytes)}
 	}
 	for _, h := range s.Handlers {
 		hs := config.HandlerSpec{Name: h.Name, Args: h.Args}

@@ -165,9 +165,40 @@ type KafkaMirrorSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	MaxInFlightPerPartition int32 `json:"maxInFlightPerPartition,omitempty"`
 
+	// maxInFlightBytes bounds the bytes (key, value and headers) of records read but not
+	// yet acked, per mirror pod, together with maxInFlightPerPartition, so large records
+	// cannot fill the pod's memory. Default: a quarter of the container's memory limit
+	// when one is set, else 256 MiB.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxInFlightBytes int64 `json:"maxInFlightBytes,omitempty"`
+
+	// initialOffset is where a source partition starts when neither the source group nor
+	// the target-side progress knows how far it was mirrored: oldest (every record the
+	// source still holds) or latest (only records written from now on). Default oldest.
+	// +optional
+	// +kubebuilder:validation:Enum=oldest;latest
+	InitialOffset string `json:"initialOffset,omitempty"`
+
+	// producer tunes the producer that writes to the target.
+	// +optional
+	Producer *ProducerSpec `json:"producer,omitempty"`
+
 	// pod customises the mirror pods: image, resources and scheduling.
 	// +optional
 	Pod MirrorPodSpec `json:"pod,omitempty"`
+}
+
+// ProducerSpec tunes the producer that writes to the target.
+type ProducerSpec struct {
+	// maxMessageBytes replaces, for every target topic, the size limit of one record
+	// batch that the engine otherwise reads from the target (each topic's
+	// max.message.bytes, else the broker's message.max.bytes), in bytes. Set it when the
+	// mirror may not describe the target's configs, or to send smaller batches. Default:
+	// unset, the target's own limits.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxMessageBytes int32 `json:"maxMessageBytes,omitempty"`
 }
 
 // ClusterSpec says how to reach one Kafka cluster. Credentials come from Secrets in

@@ -168,6 +168,16 @@ func Rejected() map[string]Case {
 			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Name = strings.Repeat("n", 49) },
 			Message: "metadata.name must be at most 48 characters, so that the names of the mirror's Deployment and Service stay within 63",
 		},
+		"unknown initialOffset": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.InitialOffset = "earliest" },
+			Field:   "spec.initialOffset",
+			Message: `Unsupported value: "earliest": supported values: "oldest", "latest"`,
+		},
+		"negative maxMessageBytes": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Producer = &v1alpha1.ProducerSpec{MaxMessageBytes: -1} },
+			Field:   "spec.producer.maxMessageBytes",
+			Message: "should be greater than or equal to 1",
+		},
 		"no include": {
 			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Topics.Include = []string{} },
 			Field:   "spec.topics.include",
