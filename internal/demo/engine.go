@@ -2,19 +2,18 @@ package demo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 )
 
 // EngineCommand returns the command that runs `kafka-mirror` with args (for example
@@ -22,61 +21,10 @@ import (
 // test binary that behaves as the CLI.
 type EngineCommand func(args ...string) *exec.Cmd
 
-// engineProcess is one run of the mirror engine as a child process.
-type engineProcess struct {
-	cmd     *exec.Cmd
-	done    chan struct{}
-	waitErr error
-	started time.Time
-}
-
 // startEngine starts `kafka-mirror run --config configPath`, appending its output to log.
-func startEngine(command EngineCommand, configPath string, log io.Writer) (*engineProcess, error) {
+func startEngine(command EngineCommand, configPath string, log io.Writer) (*engineproc.Process, error) {
 	cmd := command("run", "--config", configPath, "--log-format", "console", "--log-level", "info")
-	cmd.Stdout = log
-	cmd.Stderr = log
-	cmd.SysProcAttr = engineProcAttr()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("while starting the engine process: %w", err)
-	}
-	p := &engineProcess{cmd: cmd, done: make(chan struct{}), started: time.Now()}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *engineProcess) pid() int { return p.cmd.Process.Pid }
-
-// exited is closed when the process has ended, for whatever reason.
-func (p *engineProcess) exited() <-chan struct{} { return p.done }
-
-// kill ends the process with SIGKILL: no drain, no final commit, in-flight records gone.
-func (p *engineProcess) kill() error {
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("while killing the engine (pid %d): %w", p.pid(), err)
-	}
-	<-p.done
-	return nil
-}
-
-// terminate sends SIGTERM, the signal Kubernetes sends a pod, and waits for the engine
-// to drain and commit. It kills the process if it is still running after grace.
-func (p *engineProcess) terminate(grace time.Duration) error {
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("while stopping the engine (pid %d): %w", p.pid(), err)
-	}
-	select {
-	case <-p.done:
-		if p.waitErr != nil {
-			return fmt.Errorf("the engine (pid %d) exited with an error after SIGTERM: %w", p.pid(), p.waitErr)
-		}
-		return nil
-	case <-time.After(grace):
-		_ = p.kill()
-		return fmt.Errorf("the engine (pid %d) did not stop within %s of SIGTERM and was killed", p.pid(), grace)
-	}
+	return engineproc.Start(cmd, engineproc.Options{Output: log})
 }
 
 // freeLoopbackAddress reserves a loopback port for the engine's metrics endpoint. The
