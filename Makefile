@@ -39,6 +39,10 @@ build: ## Build bin/kafka-mirror.
 test: envtest helm ## Run every test: unit, kfake end-to-end, envtest controller, chart.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest.sh)" HELM="$(HELM)" go test -timeout $(TEST_TIMEOUT) ./...
 
+.PHONY: test-stress
+test-stress: envtest helm ## Run the tests RUNS times (default 3) with every core busy; PKG=./mirror/ picks packages.
+	KUBEBUILDER_ASSETS="$$(bash hack/envtest.sh)" HELM="$(HELM)" bash hack/test-stress.sh $(or $(RUNS),3) $(or $(PKG),./...)
+
 .PHONY: e2e
 e2e: build ## Run the fault-injection and loss-audit suite (test/e2e) against the built binary.
 	KAFKA_MIRROR_BIN="$(CURDIR)/bin/kafka-mirror" go test -tags e2e -timeout 20m -count=1 -v ./test/e2e/... 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'

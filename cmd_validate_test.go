@@ -29,19 +29,19 @@ func TestValidateCommand(t *testing.T) {
 		},
 		"invalid KafkaMirror: spec paths": {
 			args: []string{"-f", "km-bad.yaml"},
-			want: "km-bad.yaml: document 0 (KafkaMirror payments): spec.target.bootstrapServers: Invalid value: [\"kafka:9092\"]: source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads\n" +
+			want: "km-bad.yaml: document 0 (KafkaMirror payments): spec: Invalid value: source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads (a mirror loop); set topics.rename.prefix or topics.rename.template\n" +
 				"km-bad.yaml: document 0 (KafkaMirror payments): spec.handlers[0].cel.transform.topic: must give string, not int\n" +
 				"km-bad.yaml: document 0 (KafkaMirror payments): spec.rebalanceListener.args.verbosity: \"loud\" is not a non-negative integer\n",
 			wantErr: "validate found 3 problem(s)",
 		},
 		"KafkaMirror with a misspelt field": {
 			args:    []string{"-f", "km-typo.yaml"},
-			want:    "km-typo.yaml: document 0 (KafkaMirror default/orders): while parsing the KafkaMirror: error unmarshaling JSON: while decoding JSON: json: unknown field \"replica\"\n",
+			want:    "km-typo.yaml: document 0 (KafkaMirror default/orders): spec.replica: Invalid value: strict decoding error: unknown field \"spec.replica\"\n",
 			wantErr: "validate found 1 problem(s)",
 		},
 		"multi-document file: other kinds skipped": {
 			args: []string{"-f", "bundle.yaml"},
-			want: "bundle.yaml: document 2 (KafkaMirror payments): spec.target.bootstrapServers: Invalid value: [\"kafka:9092\"]: source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads\n" +
+			want: "bundle.yaml: document 2 (KafkaMirror payments): spec: Invalid value: source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads (a mirror loop); set topics.rename.prefix or topics.rename.template\n" +
 				"bundle.yaml: document 2 (KafkaMirror payments): spec.handlers[0].cel.transform.topic: must give string, not int\n" +
 				"bundle.yaml: document 2 (KafkaMirror payments): spec.rebalanceListener.args.verbosity: \"loud\" is not a non-negative integer\n" +
 				"OK: bundle.yaml: KafkaMirror default/orders, 1 include pattern(s), 0 exclude pattern(s), 1 handler(s) (cel filter)\n",
@@ -55,7 +55,7 @@ func TestValidateCommand(t *testing.T) {
 		"a directory: its YAML files, not nested ones, mirror-less files passed over": {
 			args: []string{"-f", "dir"},
 			want: "OK: dir/a.yaml: KafkaMirror default/orders, 1 include pattern(s), 0 exclude pattern(s), 1 handler(s) (cel filter)\n" +
-				"dir/b.yml: document 0 (KafkaMirror payments): spec.target.bootstrapServers: Invalid value: [\"kafka:9092\"]: source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads\n" +
+				"dir/b.yml: document 0 (KafkaMirror payments): spec: Invalid value: source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads (a mirror loop); set topics.rename.prefix or topics.rename.template\n" +
 				"dir/b.yml: document 0 (KafkaMirror payments): spec.handlers[0].cel.transform.topic: must give string, not int\n" +
 				"dir/b.yml: document 0 (KafkaMirror payments): spec.rebalanceListener.args.verbosity: \"loud\" is not a non-negative integer\n",
 			wantErr: "validate found 3 problem(s)",

@@ -63,7 +63,7 @@ func operatorIdentity(t *testing.T, ns string) *rest.Config {
 	} {
 		create(t, obj)
 	}
-	eventually(t, 10*time.Second, func() error { return as.List(ctx, &v1alpha1.KafkaMirrorList{}) })
+	eventually(t, 90*time.Second, func() error { return as.List(ctx, &v1alpha1.KafkaMirrorList{}) })
 	return cfg
 }
 
@@ -77,15 +77,19 @@ type runningManager struct {
 func startManager(t *testing.T, cfg *rest.Config, ns string) *runningManager {
 	t.Helper()
 	mgr, err := NewManager(cfg, ManagerOptions{
-		Image:                        testImage,
-		WatchNamespaces:              []string{ns},
-		MetricsAddress:               "0",
-		HealthProbeAddress:           "0",
-		LeaderElection:               true,
-		LeaderElectionNamespace:      ns,
-		LeaseDuration:                2 * time.Second,
-		RenewDeadline:                1500 * time.Millisecond,
-		RetryPeriod:                  250 * time.Millisecond,
+		Image:                   testImage,
+		WatchNamespaces:         []string{ns},
+		MetricsAddress:          "0",
+		HealthProbeAddress:      "0",
+		LeaderElection:          true,
+		LeaderElectionNamespace: ns,
+		// client-go's defaults for the lease, so a CPU stall of seconds on a busy
+		// machine does not cost the leader its Lease (the test would see two leaders);
+		// the leader releases the Lease when stopped, so the hand-over still takes
+		// about one RetryPeriod.
+		LeaseDuration:                15 * time.Second,
+		RenewDeadline:                10 * time.Second,
+		RetryPeriod:                  time.Second,
 		SkipControllerNameValidation: true,
 		Logger:                       newTestLogger(env.logs),
 	})
@@ -123,7 +127,7 @@ func TestLeaderElection(t *testing.T) {
 	cfg := operatorIdentity(t, ns)
 
 	first := startManager(t, cfg, ns)
-	eventually(t, 15*time.Second, func() error {
+	eventually(t, 45*time.Second, func() error {
 		if !first.elected() {
 			return fmt.Errorf("the first manager is not the leader yet")
 		}
@@ -132,7 +136,7 @@ func TestLeaderElection(t *testing.T) {
 	second := startManager(t, cfg, ns)
 
 	create(t, testMirror(ns, "le-one", `le\..*`))
-	eventually(t, 20*time.Second, func() error { return get(&appsv1.Deployment{}, ns, "le-one-mirror") })
+	eventually(t, 60*time.Second, func() error { return get(&appsv1.Deployment{}, ns, "le-one-mirror") })
 	waitCondition(t, ns, "le-one", v1alpha1.ConditionTopicsSynced, metav1.ConditionTrue, v1alpha1.ReasonNoTopicsSelected)
 	if second.elected() {
 		t.Fatal("both managers are leaders")
@@ -144,7 +148,7 @@ func TestLeaderElection(t *testing.T) {
 	firstHolder := *lease.Spec.HolderIdentity
 
 	first.stop()
-	eventually(t, 10*time.Second, func() error {
+	eventually(t, 90*time.Second, func() error {
 		if !second.elected() {
 			return fmt.Errorf("the second manager has not taken over")
 		}
@@ -156,7 +160,7 @@ func TestLeaderElection(t *testing.T) {
 
 	// The new leader reconciles: new KafkaMirrors and deleted children.
 	create(t, testMirror(ns, "le-two", `le\..*`))
-	eventually(t, 20*time.Second, func() error { return get(&appsv1.Deployment{}, ns, "le-two-mirror") })
+	eventually(t, 60*time.Second, func() error { return get(&appsv1.Deployment{}, ns, "le-two-mirror") })
 	d := &appsv1.Deployment{}
 	if err := get(d, ns, "le-one-mirror"); err != nil {
 		t.Fatal(err)
@@ -165,7 +169,7 @@ func TestLeaderElection(t *testing.T) {
 	if err := env.client.Delete(context.Background(), d); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, func() error {
+	eventually(t, 60*time.Second, func() error {
 		if err := get(d, ns, "le-one-mirror"); err != nil {
 			return err
 		}

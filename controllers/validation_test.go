@@ -9,165 +9,59 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/admissioncases"
 )
 
 // celMirror is a valid KafkaMirror in a namespace no manager watches: these tests are
 // about what the API server admits.
 func celMirror(name string, mutate func(*v1alpha1.KafkaMirror)) *v1alpha1.KafkaMirror {
-	m := &v1alpha1.KafkaMirror{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "t-cel", Name: name},
-		Spec: v1alpha1.KafkaMirrorSpec{
-			Source: v1alpha1.ClusterSpec{BootstrapServers: []string{"source-kafka:9092"}},
-			Target: v1alpha1.ClusterSpec{BootstrapServers: []string{"target-kafka:9092"}},
-			Topics: v1alpha1.TopicsSpec{Include: []string{`orders\..*`}},
-		},
-	}
-	if mutate != nil {
-		mutate(m)
-	}
-	return m
+	return admissioncases.Mirror("t-cel", name, mutate)
 }
 
 // TestAdmissionRejects: every rule of the schema rejects its invalid object at apply
-// time with its exact message, at its field.
+// time with its exact message, at its field. The same cases are fed to the offline
+// `kafka-mirror validate -f` (cmd_validate_admission_test.go), which must agree.
 func TestAdmissionRejects(t *testing.T) {
 	requireEnv(t)
 	t.Parallel()
-	sasl := func(m *v1alpha1.KafkaMirror) *v1alpha1.SASLSpec {
-		m.Spec.Source.SASL = &v1alpha1.SASLSpec{Mechanism: v1alpha1.SASLSCRAMSHA512, Username: "mirror",
-			PasswordSecretRef: &v1alpha1.SecretKeyReference{Name: "creds"}}
-		return m.Spec.Source.SASL
-	}
-	tests := map[string]struct {
-		mutate  func(*v1alpha1.KafkaMirror)
-		field   string
-		message string
-	}{
-		"empty bootstrap servers": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Source.BootstrapServers = []string{} },
-			field:   "spec.source.bootstrapServers",
-			message: "bootstrapServers must list at least one host:port",
-		},
-		"bootstrap server without port": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Target.BootstrapServers = []string{"kafka"} },
-			field:   "spec.target.bootstrapServers",
-			message: "each bootstrap server must be host:port, for example kafka:9092",
-		},
-		"source is target without rename (mirror loop)": {
-			mutate: func(m *v1alpha1.KafkaMirror) {
-				m.Spec.Target.BootstrapServers = []string{"other:9092", "SOURCE-kafka:9092"}
-			},
-			field:   "spec",
-			message: "source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads (a mirror loop); set topics.rename.prefix or topics.rename.template",
-		},
-		"source is target with an identity template": {
-			mutate: func(m *v1alpha1.KafkaMirror) {
-				m.Spec.Target = m.Spec.Source
-				m.Spec.Topics.Rename = &v1alpha1.RenameSpec{Template: "{topic}"}
-			},
-			field:   "spec",
-			message: "source and target are the same cluster and topics.rename is not set",
-		},
-		"negative replicas": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Replicas = ptr.To[int32](-1) },
-			field:   "spec.replicas",
-			message: "replicas must be 0 or more",
-		},
-		"negative streams": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Streams = -2 },
-			field:   "spec.streams",
-			message: "streams must be between 1 and 64",
-		},
-		"65 streams": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Streams = 65 },
-			field:   "spec.streams",
-			message: "streams must be between 1 and 64",
-		},
-		"unknown partitioning": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Partitioning = "sticky" },
-			field:   "spec.partitioning",
-			message: `Unsupported value: "sticky": supported values: "preserve", "hash", "roundRobin"`,
-		},
-		"SASL without a Secret": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { sasl(m).PasswordSecretRef = nil },
-			field:   "spec.source.sasl",
-			message: "sasl.passwordSecretRef is required: the SASL password is read from a Secret, never written in the KafkaMirror",
-		},
-		"unknown SASL mechanism": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { sasl(m).Mechanism = "GSSAPI" },
-			field:   "spec.source.sasl.mechanism",
-			message: `Unsupported value: "GSSAPI": supported values: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"`,
-		},
-		"rename with prefix and template": {
-			mutate: func(m *v1alpha1.KafkaMirror) {
-				m.Spec.Topics.Rename = &v1alpha1.RenameSpec{Prefix: "a.", Template: "b.{topic}"}
-			},
-			field:   "spec.topics.rename",
-			message: "set rename.prefix or rename.template, not both",
-		},
-		"rename template without {topic}": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Topics.Rename = &v1alpha1.RenameSpec{Template: "all-in-one"} },
-			field:   "spec.topics.rename.template",
-			message: "rename.template must contain {topic}, or every source topic would map to one target topic",
-		},
-		"handler with cel and name": {
-			mutate: func(m *v1alpha1.KafkaMirror) {
-				m.Spec.Handlers = []v1alpha1.HandlerSpec{{Name: "x", CEL: &v1alpha1.CELHandler{Filter: "true"}}}
-			},
-			field:   "spec.handlers[0]",
-			message: "set either cel or name in each handler",
-		},
-		"empty handler": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Handlers = []v1alpha1.HandlerSpec{{}} },
-			field:   "spec.handlers[0]",
-			message: "set either cel or name in each handler",
-		},
-		"cel handler without expressions": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Handlers = []v1alpha1.HandlerSpec{{CEL: &v1alpha1.CELHandler{}}} },
-			field:   "spec.handlers[0].cel",
-			message: "a cel handler needs a filter and/or a transform",
-		},
-		"cel handler with args": {
-			mutate: func(m *v1alpha1.KafkaMirror) {
-				m.Spec.Handlers = []v1alpha1.HandlerSpec{{CEL: &v1alpha1.CELHandler{Filter: "true"}, Args: map[string]string{"a": "b"}}}
-			},
-			field:   "spec.handlers[0]",
-			message: "args are for named handlers; a cel handler takes none",
-		},
-		"topic sync interval below 1s": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.TopicSyncInterval = &metav1.Duration{Duration: 100 * 1e6} },
-			field:   "spec.topicSyncInterval",
-			message: "topicSyncInterval must be a duration of at least 1s, such as 30s or 5m",
-		},
-		"negative commit interval": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.OffsetCommitInterval = &metav1.Duration{Duration: -1e9} },
-			field:   "spec.offsetCommitInterval",
-			message: "offsetCommitInterval must be a positive duration such as 5s",
-		},
-		"name too long for its children": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Name = strings.Repeat("n", 49) },
-			message: "metadata.name must be at most 48 characters, so that the names of the mirror's Deployment and Service stay within 63",
-		},
-		"no include": {
-			mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Topics.Include = []string{} },
-			field:   "spec.topics.include",
-			message: "should have at least 1 items",
-		},
-	}
-	for name, tc := range tests {
+	for name, tc := range admissioncases.Rejected() {
 		t.Run(name, func(t *testing.T) {
-			m := celMirror("rejected", tc.mutate)
+			m := celMirror("rejected", tc.Mutate)
 			err := env.client.Create(context.Background(), m)
 			if err == nil {
 				_ = env.client.Delete(context.Background(), m)
 				t.Fatalf("the API server accepted it")
 			}
-			if !strings.Contains(err.Error(), tc.message) || !strings.Contains(err.Error(), tc.field) {
-				t.Fatalf("rejected with\n  %v\nwant the message\n  %s\nat %s", err, tc.message, tc.field)
+			if !strings.Contains(err.Error(), tc.Message) || !strings.Contains(err.Error(), tc.Field) {
+				t.Fatalf("rejected with\n  %v\nwant the message\n  %s\nat %s", err, tc.Message, tc.Field)
+			}
+		})
+	}
+}
+
+// TestAdmissionRejectsRaw: what the Go type cannot send (an explicit zero, a misspelt
+// field, a wrong type) is rejected too, with kubectl's strict field validation.
+func TestAdmissionRejectsRaw(t *testing.T) {
+	requireEnv(t)
+	t.Parallel()
+	for name, tc := range admissioncases.RejectedRaw() {
+		t.Run(name, func(t *testing.T) {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(admissioncases.RawMirror("t-cel", "rejected-raw", tc.Spec)), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			err := env.client.Create(context.Background(), u, client.FieldValidation(metav1.FieldValidationStrict))
+			if err == nil {
+				_ = env.client.Delete(context.Background(), u)
+				t.Fatalf("the API server accepted it")
+			}
+			if !strings.Contains(err.Error(), tc.Message) || !strings.Contains(err.Error(), tc.Field) {
+				t.Fatalf("rejected with\n  %v\nwant the message\n  %s\nat %s", err, tc.Message, tc.Field)
 			}
 		})
 	}

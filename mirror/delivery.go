@@ -10,8 +10,10 @@ import (
 )
 
 // watchDelivery enforces deliveryTimeout, as Java's delivery.timeout.ms does: when the
-// oldest un-acked record of an assigned partition has waited longer than
-// deliveryTimeout, the engine stops with an error naming it.
+// oldest un-acked record the producer holds has waited longer than deliveryTimeout,
+// the engine stops with an error naming it. That holds for assigned partitions and
+// for released ones whose records are still in the producer (a drain that gave up):
+// Run keeps the watch going until it returns.
 //
 // The producer is configured (kafka.ProducerConfig) to keep retrying, in order, for at
 // least deliveryTimeout, including while it cannot find a partition's leader; it does
@@ -30,7 +32,7 @@ func (e *Engine) watchDelivery(ctx context.Context) {
 	tick := min(time.Second, max(timeout/10, 10*time.Millisecond))
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	stalls := map[*partitionState]stall{}
+	stalls := map[*offsets.Tracker]*stall{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -46,32 +48,39 @@ func (e *Engine) watchDelivery(ctx context.Context) {
 	}
 }
 
-// stall is where a partition's commit point was first seen and when.
+// stall is where a tracker's commit point was first seen and when.
 type stall struct {
-	tracker *offsets.Tracker
-	offset  int64
-	since   time.Time
+	offset int64
+	since  time.Time
+	seen   bool // in the last round
 }
 
-func (e *Engine) checkDelivery(stalls map[*partitionState]stall, now time.Time, timeout time.Duration) error {
+// checkDelivery looks at every tracker with records in the producer: those of assigned
+// partitions and those of released ones whose records are still on their way (a drain
+// that gave up, a shutdown), so the watch holds across reassignment.
+func (e *Engine) checkDelivery(stalls map[*offsets.Tracker]*stall, now time.Time, timeout time.Duration) error {
+	for _, s := range stalls {
+		s.seen = false
+	}
 	for _, p := range e.parts.all() {
-		p.mu.Lock()
-		tr, assigned := p.tracker, p.assigned
-		p.mu.Unlock()
-		if tr == nil || !assigned || tr.InFlight() == 0 {
-			delete(stalls, p)
-			continue
+		for _, w := range p.watched() {
+			cp, _ := w.tracker.CommitPoint()
+			s, ok := stalls[w.tracker]
+			if !ok || s.offset != cp {
+				stalls[w.tracker] = &stall{offset: cp, since: now, seen: true}
+				continue
+			}
+			s.seen = true
+			if waited := now.Sub(s.since); waited >= timeout {
+				return fmt.Errorf("while writing source record %s/%d offset %d to the target cluster [%s]: not acknowledged within deliveryTimeout %v "+
+					"(the target was unreachable or did not accept the record for that long; the producer retried all the while)",
+					p.topic, p.partition, cp, strings.Join(e.cfg.Target.BootstrapServers, ","), timeout)
+			}
 		}
-		cp, _ := tr.CommitPoint()
-		s, ok := stalls[p]
-		if !ok || s.tracker != tr || s.offset != cp {
-			stalls[p] = stall{tracker: tr, offset: cp, since: now}
-			continue
-		}
-		if waited := now.Sub(s.since); waited >= timeout {
-			return fmt.Errorf("while writing source record %s/%d offset %d to the target cluster [%s]: not acknowledged within deliveryTimeout %v "+
-				"(the target was unreachable or did not accept the record for that long; the producer retried all the while)",
-				p.topic, p.partition, cp, strings.Join(e.cfg.Target.BootstrapServers, ","), timeout)
+	}
+	for tr, s := range stalls {
+		if !s.seen {
+			delete(stalls, tr)
 		}
 	}
 	return nil

@@ -31,6 +31,11 @@ const (
 	connectRetryMax = 30 * time.Second
 )
 
+// closeGrace is the least time Run gives the producer and the clients to close after
+// the streams ended, even when the drain deadline has already passed: against a
+// healthy target closing takes milliseconds.
+const closeGrace = time.Second
+
 // drainMargin is kept free inside the group's rebalance timeout after the drain, for
 // the commit and the rejoin.
 const drainMargin = 10 * time.Second
@@ -75,6 +80,7 @@ type Engine struct {
 	connected  atomic.Bool
 
 	runOnce  atomic.Bool
+	returned atomic.Bool // Run has returned
 	failOnce sync.Once
 	failErr  error
 	failed   chan struct{} // closed on the first fatal error
@@ -192,14 +198,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !e.runOnce.CompareAndSwap(false, true) {
 		return errors.New("the engine has already run; build a new one with New")
 	}
+	defer e.returned.Store(true)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e.abortMu.Lock()
 	e.cancel = cancel
 	e.abortMu.Unlock()
 
-	// Background work that serves the streams: metrics endpoint, topic loop, progress,
-	// delivery watch. /healthz and /readyz answer while the engine connects.
+	// Background work that serves the streams: metrics endpoint, topic loop, progress.
+	// /healthz and /readyz answer while the engine connects.
 	bg, bgCtx := errgroup.WithContext(ctx)
 	stopBackground := func() { cancel(); _ = bg.Wait() }
 	if err := e.startHTTP(bgCtx, bg); err != nil {
@@ -212,11 +219,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		// Only ctx ending (a stop or Abort) ends the retries; that is not an error.
 		return nil
 	}
-	defer conns.close()
-	producerOpen := true
+	connsOpen, producerOpen := true, true
 	defer func() {
 		if producerOpen {
 			_ = e.producer.Close()
+		}
+		if connsOpen {
+			conns.close()
 		}
 	}()
 
@@ -227,11 +236,23 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	bg.Go(func() error { tl.run(bgCtx); return nil })
 	bg.Go(func() error { e.logProgress(bgCtx); return nil })
-	bg.Go(func() error { e.watchDelivery(bgCtx); return nil })
+	// The delivery watch runs until Run returns, not only while the streams run: the
+	// records of a partition that is draining, or that a rebalance moved away, are
+	// still watched during a shutdown and across reassignments (checkDelivery).
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); e.watchDelivery(watchCtx) }()
+	defer func() { stopWatch(); <-watchDone }()
 
 	// Acks are read until the producer is closed, after the streams drained.
 	acksDone := make(chan struct{})
 	go func() { defer close(acksDone); e.readAcks() }()
+
+	// The shutdown's clock starts when ctx ends (a stop, a fatal error), as each
+	// session's drain does, not when the streams are done.
+	var stoppedAt atomic.Int64
+	stopClock := context.AfterFunc(ctx, func() { stoppedAt.Store(time.Now().UnixNano()) })
+	defer stopClock()
 
 	streams, sctx := errgroup.WithContext(ctx)
 	for id := 0; id < e.cfg.Streams; id++ {
@@ -242,24 +263,34 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.fail(streamErr)
 	}
 	cancel()
-	_ = bg.Wait()
+
+	// The streams have committed what was acked; records still in flight are not
+	// committed and will be mirrored again after a restart. A target that stopped
+	// answering must not hold the process past its grace period, so everything from
+	// here on is bounded by one deadline: the drain limit after the stop (the streams'
+	// drains ended by then too), or a short one after a fatal error, when nothing more
+	// will be committed and the producer is likely stuck on the failure.
+	deadline := e.closeDeadline(stoppedAt.Load())
+	bgDone := make(chan struct{})
+	go func() { defer close(bgDone); _ = bg.Wait() }()
+	// The topic loop may be inside an admin request to a cluster that hangs.
+	waitUntil(deadline, bgDone)
 
 	producerOpen = false
 	e.producer.AsyncClose()
-	// The streams have committed what was acked; records still in flight are not
-	// committed and will be mirrored again after a restart. A target that stopped
-	// answering must not hold the process past its grace period, so the wait for the
-	// producer is bounded like the drain; after a fatal error nothing more will be
-	// committed and the producer is likely stuck on the failure, so the wait is short.
-	limit := e.drainLimit
-	if e.isFailed() {
-		limit = min(limit, fatalDrainLimit)
+	if !waitUntil(deadline, acksDone) {
+		e.log.Info("Stopped waiting for the target to ack the records in flight; they are not committed and will be mirrored again after a restart")
 	}
-	select {
-	case <-acksDone:
-	case <-time.After(limit):
-		e.log.Info("Stopped waiting for the target to ack the records in flight; they are not committed and will be mirrored again after a restart",
-			"waited", limit)
+	// sarama's Broker.Close takes the broker's lock, which a request waiting for a free
+	// in-flight slot (Net.MaxOpenRequests is 1) holds until the request before it gets
+	// its answer or its read timeout (Net.ReadTimeout, 30 s) from a target that hangs.
+	// So the clients close in a goroutine and Run waits for them only until the
+	// deadline; the process exiting after Run frees whatever is left.
+	connsOpen = false
+	closed := make(chan struct{})
+	go func() { defer close(closed); conns.close() }()
+	if !waitUntil(deadline, closed) {
+		e.log.Info("Left the connections to the clusters closing in the background: a broker has not answered")
 	}
 
 	select {
@@ -270,6 +301,40 @@ func (e *Engine) Run(ctx context.Context) error {
 		return e.failErr
 	default:
 		return nil
+	}
+}
+
+// closeDeadline is when Run stops waiting for the producer and the clients to close:
+// the drain limit after the stop (stoppedAt, unix nanoseconds; 0 when not recorded),
+// fatalDrainLimit from now after a fatal error, and never less than closeGrace from now.
+func (e *Engine) closeDeadline(stoppedAt int64) time.Time {
+	now := time.Now()
+	if e.isFailed() {
+		return now.Add(min(e.drainLimit, fatalDrainLimit))
+	}
+	stop := now
+	if stoppedAt > 0 {
+		stop = time.Unix(0, stoppedAt)
+	}
+	return later(stop.Add(e.drainLimit), now.Add(closeGrace))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// waitUntil waits for done until deadline and reports whether done was closed.
+func waitUntil(deadline time.Time, done <-chan struct{}) bool {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 
@@ -294,8 +359,14 @@ func (e *Engine) Abort() {
 	}
 }
 
-// fail records the first fatal error and stops every stream.
+// fail records the first fatal error and stops every stream. After Run returned, a
+// producer left closing in the background may still report its records as failed:
+// they were never committed, so that is no error of the run.
 func (e *Engine) fail(err error) {
+	if e.returned.Load() {
+		e.log.V(1).Info("Ignored an error after the engine stopped", "error", err.Error())
+		return
+	}
 	e.failOnce.Do(func() {
 		e.failErr = err
 		close(e.failed)
@@ -370,7 +441,7 @@ func (c *connections) close() {
 // mounted volume) is picked up without a restart. Each failed attempt logs one error
 // line naming the cluster and the cause, and /readyz answers with it.
 func (e *Engine) connectWithRetry(ctx context.Context) (*connections, error) {
-	wait := connectRetryMin
+	retry := newBackoff(connectRetryMin, connectRetryMax)
 	for attempt := 1; ; attempt++ {
 		conns, err := e.connect()
 		if err == nil {
@@ -382,13 +453,13 @@ func (e *Engine) connectWithRetry(ctx context.Context) (*connections, error) {
 			return conns, nil
 		}
 		e.connectErr.Store(&err)
+		wait := retry.next()
 		e.log.Error(err, "Failed to connect; retrying", "attempt", attempt, "backoff", wait.String())
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(wait):
 		}
-		wait = min(wait*2, connectRetryMax)
 	}
 }
 

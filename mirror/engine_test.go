@@ -23,7 +23,7 @@ func TestMirrorEndToEnd(t *testing.T) {
 	if res.records != 100_000 || res.missing != 0 || res.duplicates != 0 {
 		t.Fatalf("target holds %d records, %d missing, %d duplicates; want 100000, 0, 0", res.records, res.missing, res.duplicates)
 	}
-	waitFor(t, 10*time.Second, "every offset committed", func() bool {
+	waitFor(t, 90*time.Second, "every offset committed", func() bool {
 		s := r.e.Stats()
 		for _, p := range s.Partitions {
 			if p.Committed != perPartition {

@@ -18,7 +18,7 @@ func TestSourcePartitionExpansion(t *testing.T) {
 	w := newWorkload(before)
 	w.produce(t, c.source, 2000)
 	r := startEngine(t, c.testConfig(t), testLogger(t))
-	waitFor(t, 20*time.Second, "the first records mirrored", func() bool { return r.e.Stats().Records >= 4000 })
+	waitFor(t, 60*time.Second, "the first records mirrored", func() bool { return r.e.Stats().Records >= 4000 })
 
 	sc := sarama.NewConfig()
 	sc.Version = sarama.V3_6_0_0

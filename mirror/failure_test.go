@@ -98,7 +98,7 @@ func TestProduceFailureStopsWithoutCommittingPastIt(t *testing.T) {
 	// be on the target already; the restart writes them again after the refused ones.
 	// Nothing is lost; order holds again from the restart on.
 	second := startEngine(t, c.testConfig(t), testLogger(t))
-	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 40*time.Second)
+	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
 	res := audit(t, w, got, false, false)
 	if res.missing != 0 {
 		t.Fatalf("after the restart %d records are missing", res.missing)
@@ -146,10 +146,10 @@ func TestTransientProduceErrorsAreRetried(t *testing.T) {
 	})
 
 	r := startEngine(t, c.testConfig(t), testLogger(t))
-	waitFor(t, 20*time.Second, "2000 records mirrored", func() bool { return r.e.Stats().Records >= 2000 })
+	waitFor(t, 60*time.Second, "2000 records mirrored", func() bool { return r.e.Stats().Records >= 2000 })
 	armed.Store(true)
 	w.produce(t, c.source, 1000)
-	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 40*time.Second)
+	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
 	res := audit(t, w, got, true, true)
 	if res.missing != 0 || res.duplicates != 0 || refused.Load() < 5 {
 		t.Fatalf("after %d refused requests: %d missing, %d duplicates; want 5+, 0, 0", refused.Load(), res.missing, res.duplicates)

@@ -14,7 +14,7 @@ func TestCommittedOffsetOutOfRangeStops(t *testing.T) {
 	w := newWorkload(1)
 	w.produce(t, c.source, 1000)
 	first := startEngine(t, c.testConfig(t), testLogger(t))
-	waitFor(t, 20*time.Second, "1000 records committed", func() bool {
+	waitFor(t, 60*time.Second, "1000 records committed", func() bool {
 		s := first.e.Stats()
 		return len(s.Partitions) == 1 && s.Partitions[0].Committed == 1000
 	})

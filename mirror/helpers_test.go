@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -75,6 +76,20 @@ func fastGroup(sc *sarama.Config) {
 	sc.Consumer.MaxWaitTime = 100 * time.Millisecond
 }
 
+// testDrainTimeout is the drain limit of engines started by startEngine unless a test
+// sets its own with WithDrainTimeout (the ceilings of stop allow the longer of both).
+const testDrainTimeout = 10 * time.Second
+
+// commitAllowance is what a stop may spend after its drain: the final commit and
+// leaving the group, against kfake on a busy machine.
+const commitAllowance = 2 * time.Second
+
+// stopCeiling is the longest a stop may take when its drain gives up after drain. It is
+// a generous ceiling (three times what the engine is configured to allow), so that a
+// shared, busy machine never fails it, while a stop that ignores the drain (waiting for
+// a timeout of 30 s or more) still does. It is never a measurement of today's speed.
+func stopCeiling(drain time.Duration) time.Duration { return 3 * (drain + commitAllowance) }
+
 // runningEngine is an engine running in the background of a test.
 type runningEngine struct {
 	e      *Engine
@@ -85,7 +100,7 @@ type runningEngine struct {
 
 func startEngine(t *testing.T, cfg *config.Config, log logr.Logger, opts ...Option) *runningEngine {
 	t.Helper()
-	opts = append([]Option{WithLogger(log), WithDrainTimeout(10 * time.Second), func(o *options) { o.tuneSarama = fastGroup }}, opts...)
+	opts = append([]Option{WithLogger(log), WithDrainTimeout(testDrainTimeout), func(o *options) { o.tuneSarama = fastGroup }}, opts...)
 	e, err := New(cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +112,8 @@ func startEngine(t *testing.T, cfg *config.Config, log logr.Logger, opts ...Opti
 		cancel()
 		select {
 		case <-r.done:
-		case <-time.After(30 * time.Second):
-			t.Error("engine did not stop within 30s")
+		case <-time.After(stopCeiling(testDrainTimeout)):
+			t.Errorf("engine did not stop within %v", stopCeiling(testDrainTimeout))
 		}
 	})
 	return r
@@ -111,8 +126,8 @@ func (r *runningEngine) stop(t *testing.T) error {
 	select {
 	case <-r.done:
 		return r.err
-	case <-time.After(30 * time.Second):
-		t.Fatal("engine did not stop within 30s")
+	case <-time.After(stopCeiling(testDrainTimeout)):
+		t.Fatalf("engine did not stop within %v", stopCeiling(testDrainTimeout))
 		return nil
 	}
 }
@@ -244,10 +259,13 @@ func (w *workload) total() int {
 // targetContent is what the target holds: per partition, the records in order.
 type targetContent map[int32][]*kgo.Record
 
-// readTarget reads topic from the target until it holds at least want records and
-// then until nothing more arrives for quiet, or fails after timeout.
+// readTarget reads topic from the target until it holds at least want records, has
+// read every record the topic held when the call began (so a busy machine's slow first
+// fetch cannot pass for an empty topic), and then nothing more arrives for quiet; or it
+// fails after timeout.
 func readTarget(t *testing.T, cl *kfake.Cluster, topic string, want int, quiet, timeout time.Duration) targetContent {
 	t.Helper()
+	ends := endOffsets(t, cl, topic)
 	client, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
 		// New partitions (expansion) must be seen within the test.
@@ -260,8 +278,16 @@ func readTarget(t *testing.T, cl *kfake.Cluster, topic string, want int, quiet, 
 	n := 0
 	deadline := time.Now().Add(timeout)
 	lastNew := time.Now()
+	readAll := func() bool {
+		for p, end := range ends {
+			if rs := out[p]; end > 0 && (len(rs) == 0 || rs[len(rs)-1].Offset+1 < end) {
+				return false
+			}
+		}
+		return true
+	}
 	for time.Now().Before(deadline) {
-		if n >= want && time.Since(lastNew) > quiet {
+		if n >= want && time.Since(lastNew) > quiet && readAll() {
 			return out
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -275,6 +301,34 @@ func readTarget(t *testing.T, cl *kfake.Cluster, topic string, want int, quiet, 
 	}
 	t.Fatalf("target topic %q holds %d records after %v, want %d", topic, n, timeout, want)
 	return nil
+}
+
+// endOffsets returns each partition's end offset (high watermark) of topic, or none when
+// the topic does not exist yet.
+func endOffsets(t *testing.T, cl *kfake.Cluster, topic string) map[int32]int64 {
+	t.Helper()
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V3_6_0_0
+	sc.Metadata.AllowAutoTopicCreation = false
+	client, err := sarama.NewClient(cl.ListenAddrs(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	parts, err := client.Partitions(topic)
+	if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("while reading partitions of %q: %v", topic, err)
+	}
+	ends := map[int32]int64{}
+	for _, p := range parts {
+		if ends[p], err = client.GetOffset(topic, p, sarama.OffsetNewest); err != nil {
+			t.Fatalf("while reading the end offset of %s/%d: %v", topic, p, err)
+		}
+	}
+	return ends
 }
 
 // recordID parses the "id" header into partition and index.

@@ -63,7 +63,7 @@ func newMetrics() *metrics {
 			Name: metricSendErrors, Help: "Records whose send to the target finally failed.",
 		}),
 		commits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: metricCommits, Help: "Offset commits sent to the source consumer group.",
+			Name: metricCommits, Help: "Offset commits the source group coordinator confirmed.",
 		}),
 		rebalances: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: metricRebalances, Help: "Consumer-group sessions started by this process's streams.",

@@ -34,7 +34,7 @@ func TestEngineRegistryMetrics(t *testing.T) {
 	c := newClusters(t, 2)
 	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.RebalanceListener = &config.PluginSpec{Name: "test-failing"} })
 	r := startEngine(t, cfg, testLogger(t))
-	waitFor(t, 20*time.Second, "ready", func() bool { return r.e.Ready() == nil })
+	waitFor(t, 60*time.Second, "ready", func() bool { return r.e.Ready() == nil })
 
 	families, err := r.e.gatherer.Gather()
 	if err != nil {

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -41,7 +42,23 @@ type partitionState struct {
 	tracker  *offsets.Tracker
 	claim    sarama.ConsumerGroupClaim
 	assigned bool
+	// unsent counts the current tracker's records that were never handed to the
+	// producer (claimState.unsent): they are never acked and so not in flight.
+	unsent int
+	// released are trackers of ended assignments that still had records in the
+	// producer when their drain ended; the delivery watch keeps watching them until
+	// those records are acked.
+	released []watchedTracker
 }
+
+// watchedTracker is a tracker the delivery watch looks at, with its unsent records.
+type watchedTracker struct {
+	tracker *offsets.Tracker
+	unsent  int
+}
+
+// inFlight reports whether w has records the producer still owes an ack for.
+func (w watchedTracker) inFlight() bool { return w.tracker.InFlight() > w.unsent }
 
 func (p *partitionState) attach(tr *offsets.Tracker, claim sarama.ConsumerGroupClaim) {
 	// The claim starts at the group's committed offset; showing it at once gives lag
@@ -50,14 +67,38 @@ func (p *partitionState) attach(tr *offsets.Tracker, claim sarama.ConsumerGroupC
 		p.committed.Store(off)
 	}
 	p.mu.Lock()
-	p.tracker, p.claim, p.assigned = tr, claim, true
+	p.tracker, p.claim, p.assigned, p.unsent = tr, claim, true, 0
 	p.mu.Unlock()
 }
 
+// setUnsent records that the current tracker holds n records never sent.
+func (p *partitionState) setUnsent(n int) {
+	p.mu.Lock()
+	p.unsent = n
+	p.mu.Unlock()
+}
+
+// detach ends the assignment. Records still in the producer stay watched.
 func (p *partitionState) detach() {
 	p.mu.Lock()
 	p.assigned = false
+	if w := (watchedTracker{p.tracker, p.unsent}); w.tracker != nil && w.inFlight() {
+		p.released = append(p.released, w)
+	}
 	p.mu.Unlock()
+}
+
+// watched returns the trackers with records in the producer: the current one while
+// assigned and the released ones not done yet (dropping those that are).
+func (p *partitionState) watched() []watchedTracker {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.released = slices.DeleteFunc(p.released, func(w watchedTracker) bool { return !w.inFlight() })
+	out := slices.Clone(p.released)
+	if w := (watchedTracker{p.tracker, p.unsent}); w.tracker != nil && p.assigned && w.inFlight() {
+		out = append(out, w)
+	}
+	return out
 }
 
 // snapshot reads the partition's numbers for Stats and the metrics collector.
@@ -88,6 +129,10 @@ func (p *partitionState) snapshot() PartitionStats {
 	}
 	if claim != nil {
 		s.HighWatermark = claim.HighWaterMarkOffset()
+		// An assignment that has read nothing yet is positioned where it started.
+		if off := claim.InitialOffset(); s.Consumed < 0 && off >= 0 {
+			s.Consumed = off
+		}
 	}
 	if s.HighWatermark >= 0 && s.Committed >= 0 {
 		s.Lag = max(s.HighWatermark-s.Committed, 0)

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -55,13 +56,18 @@ func (o *outMsg) setKeyValue(key, value []byte) {
 }
 
 // send hands o to the producer. It waits while the producer's input is full (the
-// target is slower than the source) but gives up when the engine fails or is aborted,
-// leaving the record un-acked so that its offset is never committed.
-func (e *Engine) send(o *outMsg) bool {
+// target is slower than the source, or hangs) but gives up when ctx ends (the drain
+// of the claim's session ended: claimState.sendCtx) or the engine fails or is aborted. A record
+// not handed over stays un-acked in its tracker, so its offset is never committed and
+// the partition's next owner reads it again; the caller counts it (claimState.unsent)
+// so the drain does not wait for it.
+func (e *Engine) send(ctx context.Context, o *outMsg) bool {
 	o.msg.Metadata = o
 	select {
 	case e.producer.Input() <- &o.msg:
 		return true
+	case <-ctx.Done():
+		return false
 	case <-e.failed:
 		return false
 	}

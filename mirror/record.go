@@ -29,7 +29,18 @@ type claimState struct {
 	rec  handler.Record
 	outs []*handler.Record
 
-	lastMarked int64
+	// sendCtx bounds handing a record to the producer: it ends the drain limit after
+	// the session ended (sessionState.drain), so a record read before the end still
+	// reaches the producer during the drain, and a target that hangs cannot hold the
+	// claim past it.
+	sendCtx context.Context
+	// unsent is 1 once a record was Added to the tracker but not (wholly) handed to the
+	// producer before sendCtx ended: it stays un-acked, holding the commit point at its
+	// offset, and the drain waits only for the records the producer has.
+	unsent int
+	// confirmed is the last offset the group coordinator confirmed committing for this
+	// claim, -1 before the first. A commit point above it is sent on every commit.
+	confirmed int64
 }
 
 // mirrorRecord takes one source record through the handler chain to the producer. It
@@ -55,8 +66,8 @@ func (e *Engine) mirrorRecord(ctx context.Context, c *claimState, m *sarama.Cons
 		o.msg.Headers = o.headers
 		e.fill(o, c, m, now)
 		o.ticket = c.tracker.Add(m.Offset, 1)
-		if !e.send(o) {
-			return errStopped
+		if !e.send(c.sendCtx, o) {
+			return e.notSent(c, o)
 		}
 		return nil
 	}
@@ -65,6 +76,18 @@ func (e *Engine) mirrorRecord(ctx context.Context, c *claimState, m *sarama.Cons
 
 // errStopped ends a claim because the engine failed or was aborted.
 var errStopped = fmt.Errorf("the engine stopped")
+
+// notSent ends the claim after send gave up on o: the record stays un-acked (its
+// offset is never committed) and is counted so the drain does not wait for it.
+func (e *Engine) notSent(c *claimState, o *outMsg) error {
+	c.unsent = 1
+	c.part.setUnsent(c.unsent)
+	e.putOut(o)
+	if e.isFailed() {
+		return errStopped
+	}
+	return c.sendCtx.Err()
+}
 
 func (e *Engine) fill(o *outMsg, c *claimState, m *sarama.ConsumerMessage, now time.Time) {
 	o.part = c.part
@@ -121,8 +144,8 @@ func (e *Engine) mirrorThroughChain(ctx context.Context, c *claimState, m *saram
 		o.msg.Headers = o.headers
 		e.fill(o, c, m, now)
 		o.ticket = tk
-		if !e.send(o) {
-			return errStopped
+		if !e.send(c.sendCtx, o) {
+			return e.notSent(c, o)
 		}
 	}
 	return nil

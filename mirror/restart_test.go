@@ -20,7 +20,7 @@ func TestCleanStopAndRestart(t *testing.T) {
 
 	first := startEngine(t, cfg, testLogger(t))
 	stopProducing := w.background(t, c.source, 500, 20*time.Millisecond)
-	waitFor(t, 20*time.Second, "10k records mirrored", func() bool { return first.e.Stats().Records >= 10_000 })
+	waitFor(t, 60*time.Second, "10k records mirrored", func() bool { return first.e.Stats().Records >= 10_000 })
 	if err := first.stop(t); err != nil {
 		t.Fatalf("Run after a clean stop = %v, want nil", err)
 	}
@@ -37,7 +37,7 @@ func TestCleanStopAndRestart(t *testing.T) {
 	second := startEngine(t, c.testConfig(t), testLogger(t))
 	time.Sleep(time.Second)
 	stopProducing()
-	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 40*time.Second)
+	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
 	res := audit(t, w, got, false, true)
 	if res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
 		t.Fatalf("after a clean stop and restart: %d records on the target, %d missing, %d duplicates; want %d, 0, 0",
@@ -62,7 +62,7 @@ func TestAbruptStopAndRestart(t *testing.T) {
 
 	first := startEngine(t, c.testConfig(t), testLogger(t))
 	stopProducing := w.background(t, c.source, 500, 20*time.Millisecond)
-	waitFor(t, 20*time.Second, "30k records mirrored and 3 commits", func() bool {
+	waitFor(t, 60*time.Second, "30k records mirrored and 3 commits", func() bool {
 		s := first.e.Stats()
 		return s.Records >= 30_000 && s.Commits >= 3
 	})
@@ -89,7 +89,7 @@ func TestAbruptStopAndRestart(t *testing.T) {
 	second := startEngine(t, c.testConfig(t), testLogger(t))
 	time.Sleep(time.Second)
 	stopProducing()
-	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 40*time.Second)
+	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
 	res := audit(t, w, got, false, true)
 	if res.missing != 0 {
 		t.Fatalf("after an abrupt stop and restart %d records are missing", res.missing)
@@ -118,10 +118,10 @@ func TestSecondEngineJoinsAndLeaves(t *testing.T) {
 
 	a := startEngine(t, c.testConfig(t), testLogger(t).WithName("a"))
 	stopProducing := w.background(t, c.source, 300, 20*time.Millisecond)
-	waitFor(t, 20*time.Second, "engine a mirroring", func() bool { return a.e.Stats().Records >= 5_000 })
+	waitFor(t, 60*time.Second, "engine a mirroring", func() bool { return a.e.Stats().Records >= 5_000 })
 
 	b := startEngine(t, c.testConfig(t, func(cfg *config.Config) { cfg.Streams = 1 }), testLogger(t).WithName("b"))
-	waitFor(t, 30*time.Second, "engine b owning partitions and mirroring", func() bool {
+	waitFor(t, 90*time.Second, "engine b owning partitions and mirroring", func() bool {
 		return b.e.Stats().Records >= 2_000
 	})
 	if err := b.stop(t); err != nil {
@@ -129,10 +129,10 @@ func TestSecondEngineJoinsAndLeaves(t *testing.T) {
 	}
 	bRecords := b.e.Stats().Records
 	aBefore := a.e.Stats().Records
-	waitFor(t, 30*time.Second, "engine a taking the partitions back", func() bool { return a.e.Stats().Records > aBefore+2_000 })
+	waitFor(t, 90*time.Second, "engine a taking the partitions back", func() bool { return a.e.Stats().Records > aBefore+2_000 })
 	stopProducing()
 
-	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 40*time.Second)
+	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
 	res := audit(t, w, got, false, true)
 	if res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
 		t.Fatalf("after a join and a leave: %d records on the target, %d missing, %d duplicates; want %d, 0, 0",
@@ -147,4 +147,41 @@ func TestSecondEngineJoinsAndLeaves(t *testing.T) {
 	}
 	t.Logf("join and leave: %d records (a %d, b %d), 0 lost, 0 duplicates, a saw %d sessions, in %v",
 		res.records, as.Records, bRecords, as.Rebalances, time.Since(start).Round(time.Millisecond))
+}
+
+// TestStatsOfAnAssignmentThatReadNothing restarts an engine on a drained group with no
+// new records: each partition's Consumed is where its assignment started (the committed
+// offset), not -1, so Consumed - Committed stays a true bound after a late rebalance.
+func TestStatsOfAnAssignmentThatReadNothing(t *testing.T) {
+	const partitions, perPartition = 2, 50
+	c := newClusters(t, partitions)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, perPartition)
+	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.Streams = 1 })
+
+	first := startEngine(t, cfg, testLogger(t))
+	waitFor(t, 60*time.Second, "everything mirrored", func() bool { return first.e.Stats().Records >= int64(w.total()) })
+	if err := first.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startEngine(t, cfg, testLogger(t))
+	waitFor(t, 60*time.Second, "both partitions assigned", func() bool {
+		n := 0
+		for _, p := range second.e.Stats().Partitions {
+			if p.Assigned {
+				n++
+			}
+		}
+		return n == partitions
+	})
+	for _, p := range second.e.Stats().Partitions {
+		if p.Consumed != perPartition || p.Committed != perPartition {
+			t.Errorf("partition %d: consumed %d, committed %d; want both %d (where the assignment started)",
+				p.Partition, p.Consumed, p.Committed, perPartition)
+		}
+	}
+	if err := second.stop(t); err != nil {
+		t.Fatal(err)
+	}
 }

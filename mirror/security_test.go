@@ -82,7 +82,7 @@ func TestMirrorFromSASLSource(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "ready after the password was corrected", func() bool { return r.e.Ready() == nil })
+	waitFor(t, 90*time.Second, "ready after the password was corrected", func() bool { return r.e.Ready() == nil })
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,8 @@ type Stats struct {
 	InFlight int64
 	// Lag is the sum of the assigned partitions' lag.
 	Lag int64
-	// Commits counts offset commits sent to the source group coordinator.
+	// Commits counts offset commits the source group coordinator confirmed (for at
+	// least one partition).
 	Commits int64
 	// Rebalances counts consumer-group sessions started by this process's streams.
 	Rebalances int64
@@ -38,11 +39,12 @@ type PartitionStats struct {
 	// InFlight is the number of records read and not yet fully acked (0 when not assigned).
 	InFlight int64
 	// Committed is the group's committed offset (the next offset to read): the last one
-	// this process committed, or the one it found when the partition was assigned; -1
-	// when neither is known.
+	// the group coordinator confirmed to this process, or the one found when the
+	// partition was assigned; -1 when neither is known.
 	Committed int64
-	// Consumed is the last offset read + 1, or -1 when nothing was read in the current
-	// assignment. Consumed - Committed bounds the records that a crash would mirror twice.
+	// Consumed is the next offset the current (or last) assignment reads: the last
+	// offset read + 1, or where the assignment started when it has read nothing yet; -1
+	// when unknown. Consumed - Committed bounds the records that a crash would mirror twice.
 	Consumed int64
 	// HighWatermark is the source partition's high watermark as last fetched, or -1.
 	HighWatermark int64

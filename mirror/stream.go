@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,11 +23,24 @@ const (
 	consumeRetryMax = 30 * time.Second
 )
 
+// Backoff between attempts of one commit that the coordinator refused with a retriable
+// error (it moved, is loading its offsets): a coordinator move takes a second or so.
+const (
+	commitRetryMin = 100 * time.Millisecond
+	commitRetryMax = time.Second
+)
+
+// finalCommitLimit is how long a session's last commit may retry after the drain
+// deadline (the session's end + the drain limit). It fits inside drainMargin, which
+// keeps the rebalance timeout free for the commit and the rejoin.
+const finalCommitLimit = 5 * time.Second
+
 // stream is one consumer-group member: a sarama ConsumerGroup and its handler.
 type stream struct {
-	e   *Engine
-	id  int
-	log logr.Logger
+	e      *Engine
+	id     int
+	log    logr.Logger
+	client sarama.Client // the group's own client, which commits
 
 	mu  sync.Mutex
 	cur *sessionState
@@ -35,10 +49,19 @@ type stream struct {
 // sessionState is one group session (one generation) of a stream.
 type sessionState struct {
 	committer offsetCommitter
-	mu        sync.Mutex
+	mu        sync.Mutex // guards claims
 	claims    []*claimState
-	stop      chan struct{}
-	done      chan struct{}
+	// commitMu makes the periodic and the final commits take turns; it also guards
+	// every claim's confirmed offset.
+	commitMu sync.Mutex
+	stop     chan struct{}
+	done     chan struct{}
+
+	// drain ends e.drainLimit after the session's context ended (a stop, a rebalance),
+	// or at once when the engine fails: every claim of the session drains until then.
+	// final ends finalCommitLimit later: the session's last commits retry until then.
+	drain, final        context.Context
+	endDrain, endFinals context.CancelFunc
 }
 
 // runStream joins the consumer group and consumes the selected topics until ctx ends or
@@ -61,7 +84,7 @@ func (e *Engine) runStream(ctx context.Context, id int) error {
 	if err != nil {
 		return fmt.Errorf("while joining consumer group %q on the source cluster: %w", e.cfg.ConsumerGroup, err)
 	}
-	s := &stream{e: e, id: id, log: e.log.WithValues("stream", id)}
+	s := &stream{e: e, id: id, log: e.log.WithValues("stream", id), client: client}
 	errsDone := make(chan struct{})
 	go func() { defer close(errsDone); s.readErrors(group.Errors()) }()
 	defer func() {
@@ -71,7 +94,7 @@ func (e *Engine) runStream(ctx context.Context, id int) error {
 		<-errsDone
 	}()
 
-	wait := consumeRetryMin
+	retry := newBackoff(consumeRetryMin, consumeRetryMax)
 	for ctx.Err() == nil && !e.isFailed() {
 		list, changed := e.topics.get()
 		if len(list) == 0 {
@@ -97,25 +120,26 @@ func (e *Engine) runStream(ctx context.Context, id int) error {
 		ccancel()
 		switch {
 		case err == nil || ctx.Err() != nil || e.isFailed():
-			wait = consumeRetryMin
+			retry.reset()
 		case errors.Is(err, sarama.ErrClosedConsumerGroup):
 			return nil
 		default:
+			wait := retry.next()
 			s.log.Error(err, "Failed to consume from the source cluster; retrying", "group", e.cfg.ConsumerGroup, "backoff", wait)
 			select {
 			case <-ctx.Done():
 			case <-e.failed:
 			case <-time.After(wait):
 			}
-			wait = min(wait*2, consumeRetryMax)
 		}
 	}
 	return nil
 }
 
-// readErrors logs the group's errors (commit failures among them) and stops the engine
-// when a committed offset fell out of the source's retention: skipping the gap silently
-// would be data loss, so a person must decide.
+// readErrors logs the group's errors and stops the engine when a committed offset fell
+// out of the source's retention: skipping the gap silently would be data loss, so a
+// person must decide. Commit failures do not arrive here: the committer reads them
+// (commitSession).
 func (s *stream) readErrors(errs <-chan error) {
 	for err := range errs {
 		var ce *sarama.ConsumerError
@@ -137,11 +161,17 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 	if !e.streamSeen[s.id].Swap(true) {
 		e.joined.Add(1)
 	}
-	ss := &sessionState{committer: groupCommitter{sess}, stop: make(chan struct{}), done: make(chan struct{})}
+	ss := &sessionState{
+		committer: groupCommitter{client: s.client, group: e.cfg.ConsumerGroup, session: sess},
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	ss.drain, ss.endDrain = afterEnd(sess.Context(), e.drainLimit, e.failed)
+	ss.final, ss.endFinals = afterEnd(sess.Context(), e.drainLimit+finalCommitLimit, e.abortCh)
 	s.mu.Lock()
 	s.cur = ss
 	s.mu.Unlock()
-	go e.commitLoop(ss)
+	go e.commitLoop(sess.Context(), ss)
 	tps := claimsOf(sess)
 	s.log.Info("Joined the consumer group", "group", e.cfg.ConsumerGroup, "generation", sess.GenerationID(),
 		"partitions", formatPartitions(tps))
@@ -160,10 +190,12 @@ func (s *stream) Cleanup(sess sarama.ConsumerGroupSession) error {
 	s.mu.Unlock()
 	close(ss.stop)
 	<-ss.done
+	defer ss.endFinals()
+	defer ss.endDrain()
 	if e.aborted.Load() {
 		return nil
 	}
-	e.commitSession(ss)
+	e.commitSession(ss.final, ss)
 	if e.listener != nil {
 		_ = e.listener.OnRevoked(context.Background(), claimsOf(sess))
 	}
@@ -172,9 +204,12 @@ func (s *stream) Cleanup(sess sarama.ConsumerGroupSession) error {
 }
 
 // ConsumeClaim mirrors one partition for the session, then drains it: it stops reading,
-// waits (at most the drain limit, inside the rebalance timeout) until every record it
-// sent was acked, and commits, so that the next owner starts exactly where this one
-// stopped and a clean rebalance or shutdown mirrors nothing twice.
+// waits until every record it sent was acked, and commits, so that the next owner
+// starts exactly where this one stopped and a clean rebalance or shutdown mirrors
+// nothing twice. Every wait of the claim honours the session's context, and the drain
+// ends the drain limit after the session ended (inside the rebalance timeout) however
+// long the claim took to notice, so a target that hangs holds neither a stop nor the
+// group's rebalance longer than that.
 func (s *stream) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	e := s.e
 	s.mu.Lock()
@@ -182,11 +217,12 @@ func (s *stream) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Con
 	s.mu.Unlock()
 	part := e.parts.get(claim.Topic(), claim.Partition())
 	c := &claimState{
-		part:       part,
-		tracker:    offsets.New(min(e.cfg.MaxInFlightPerPartition, 1<<16)),
-		topic:      claim.Topic(),
-		target:     e.sel.TargetName(claim.Topic()),
-		lastMarked: -1,
+		part:      part,
+		tracker:   offsets.New(min(e.cfg.MaxInFlightPerPartition, 1<<16)),
+		topic:     claim.Topic(),
+		target:    e.sel.TargetName(claim.Topic()),
+		confirmed: -1,
+		sendCtx:   ss.drain,
 	}
 	ss.mu.Lock()
 	ss.claims = append(ss.claims, c)
@@ -202,25 +238,27 @@ func (s *stream) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Con
 		e.fail(err)
 	}
 	if !e.isFailed() {
-		// A fatal error during the drain ends it: nothing more will be committed past
-		// the failure, and the stop must not wait for a target that cannot deliver.
-		ctx, cancel := context.WithTimeout(context.Background(), e.drainLimit)
-		go func() {
-			select {
-			case <-e.failed:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		if err := c.tracker.WaitBelow(ctx, 1); err != nil && !e.isFailed() {
+		// A fatal error during the drain ends it (ss.drain): nothing more will be
+		// committed past the failure, and the stop must not wait for a target that
+		// cannot deliver.
+		drain := ss.drain
+		if sess.Context().Err() == nil {
+			// The claim ended by itself (its partition consumer stopped): the session
+			// ends because this ConsumeClaim returns, so its drain starts now.
+			var cancel context.CancelFunc
+			drain, cancel = context.WithTimeout(ss.drain, e.drainLimit)
+			defer cancel()
+		}
+		// A record that was never handed to the producer (c.unsent) is never acked;
+		// the drain waits for the others only.
+		if err := c.tracker.WaitBelow(drain, 1+c.unsent); err != nil && !e.isFailed() {
 			s.log.Info("Timed out draining a released partition; committing what the target acked",
 				"topic", c.topic, "partition", part.partition, "inFlight", c.tracker.InFlight(), "drainLimit", e.drainLimit)
 		}
-		cancel()
 	}
 	// After a fatal error the commit point still stops below the failed record, which is
 	// never acked, so committing it is safe and keeps the work already done.
-	e.commitSession(ss)
+	e.commitSession(ss.final, ss)
 	return nil
 }
 
@@ -231,7 +269,9 @@ func (e *Engine) consumeClaim(ctx context.Context, c *claimState, claim sarama.C
 	for {
 		select {
 		case m, ok := <-msgs:
-			if !ok {
+			if !ok || ctx.Err() != nil {
+				// When the session ended, stop reading even if more records are ready
+				// (select picks at random): m is not Added, the next owner reads it.
 				return nil
 			}
 			if err := e.mirrorRecord(ctx, c, m); err != nil {
@@ -245,10 +285,13 @@ func (e *Engine) consumeClaim(ctx context.Context, c *claimState, claim sarama.C
 	}
 }
 
-// commitLoop commits the session's acked offsets every offsetCommitInterval.
-func (e *Engine) commitLoop(ss *sessionState) {
+// commitLoop commits the session's acked offsets every offsetCommitInterval. A commit
+// retries at most until the next tick or the session's end, when the final commits
+// take over.
+func (e *Engine) commitLoop(session context.Context, ss *sessionState) {
 	defer close(ss.done)
-	t := time.NewTicker(e.cfg.OffsetCommitInterval.Duration)
+	interval := e.cfg.OffsetCommitInterval.Duration
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -257,37 +300,116 @@ func (e *Engine) commitLoop(ss *sessionState) {
 		case <-e.abortCh:
 			return
 		case <-t.C:
-			e.commitSession(ss)
+			ctx, cancel := context.WithTimeout(session, interval)
+			e.commitSession(ctx, ss)
+			cancel()
 		}
 	}
 }
 
-// commitSession marks every claim's commit point that moved and commits them at once.
-func (e *Engine) commitSession(ss *sessionState) {
+// commitSession commits every claim's commit point that the group coordinator has not
+// confirmed yet, and retries the partitions refused with a retriable error, with
+// backoff, until ctx ends. Only a confirmed commit moves a partition's committed
+// gauge (and so its lag) and counts in commits; a partition not confirmed is sent
+// again on the next commit even when its commit point did not move. The first attempt
+// is always made, even when ctx already ended.
+func (e *Engine) commitSession(ctx context.Context, ss *sessionState) {
 	if e.aborted.Load() {
 		return
 	}
+	ss.commitMu.Lock()
+	defer ss.commitMu.Unlock()
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	dirty := false
-	for _, c := range ss.claims {
-		if cp, ok := c.tracker.CommitPoint(); ok && cp > c.lastMarked {
-			ss.committer.Mark(c.topic, c.part.partition, cp)
-			c.lastMarked = cp
-			dirty = true
+	claims := slices.Clone(ss.claims)
+	ss.mu.Unlock()
+	retry := newBackoff(commitRetryMin, commitRetryMax)
+	for attempt := 1; ; attempt++ {
+		err := e.commitOnce(ss, claims)
+		if err == nil {
+			return
+		}
+		wait := retry.next()
+		select {
+		case <-ctx.Done():
+			e.log.Error(err, "Failed to commit offsets in time; they stay uncommitted until a later commit, or the partition's next owner reads again from the last commit",
+				"group", e.cfg.ConsumerGroup, "attempts", attempt)
+			return
+		case <-e.abortCh:
+			return
+		case <-time.After(wait):
+			e.log.V(1).Info("Retrying an offset commit the coordinator refused", "group", e.cfg.ConsumerGroup, "attempt", attempt, "backoff", wait, "reason", err.Error())
 		}
 	}
-	if !dirty {
-		return
-	}
-	ss.committer.Flush()
-	e.commits.Add(1)
-	e.metrics.commits.Inc()
-	for _, c := range ss.claims {
-		if c.lastMarked >= 0 {
-			c.part.committed.Store(c.lastMarked)
+}
+
+// commitOnce sends one commit of every unconfirmed commit point and records what the
+// coordinator confirmed. It returns an error when a retriable refusal (or no answer)
+// left something to send again, nil otherwise; a final refusal is logged here.
+func (e *Engine) commitOnce(ss *sessionState, claims []*claimState) error {
+	var offs []commitOffset
+	var owners []*claimState
+	for _, c := range claims {
+		if cp, ok := c.tracker.CommitPoint(); ok && cp > c.confirmed {
+			offs = append(offs, commitOffset{topic: c.topic, partition: c.part.partition, next: cp})
+			owners = append(owners, c)
 		}
 	}
+	if len(offs) == 0 {
+		return nil
+	}
+	if err := ss.committer.Commit(offs); err != nil {
+		if retriableCommitError(err) {
+			return err
+		}
+		e.log.Error(err, "Failed to commit offsets", "group", e.cfg.ConsumerGroup)
+		return nil
+	}
+	var retry error
+	confirmed := false
+	for i, o := range offs {
+		c := owners[i]
+		switch {
+		case o.err == nil:
+			c.confirmed = o.next
+			c.part.committed.Store(o.next)
+			confirmed = true
+		case retriableCommitError(o.err):
+			retry = fmt.Errorf("while committing offset %d of %s/%d: %w", o.next, o.topic, o.partition, o.err)
+		default:
+			e.log.Error(o.err, "The group coordinator refused an offset commit; it is sent again on the next commit of this session",
+				"group", e.cfg.ConsumerGroup, "topic", o.topic, "partition", o.partition, "offset", o.next)
+		}
+	}
+	if confirmed {
+		e.commits.Add(1)
+		e.metrics.commits.Inc()
+	}
+	return retry
+}
+
+// afterEnd returns a context that ends limit after parent ended, or as soon as stop is
+// closed. cancel releases it early.
+func afterEnd(parent context.Context, limit time.Duration, stop <-chan struct{}) (ctx context.Context, cancel context.CancelFunc) {
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-parent.Done():
+		case <-stop:
+			cancel()
+			return
+		case <-ctx.Done():
+			return
+		}
+		t := time.NewTimer(limit)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-stop:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	return ctx, cancel
 }
 
 func claimsOf(sess sarama.ConsumerGroupSession) []handler.TopicPartition {

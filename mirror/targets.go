@@ -101,7 +101,7 @@ func (e *Engine) awaitTarget(ctx context.Context, c *claimState, topic string, p
 	if topic == c.readyTopic && (!e.preserve || partition < c.readyParts) {
 		return nil
 	}
-	wait := targetWaitMin
+	retry := newBackoff(targetWaitMin, targetWaitMax)
 	for attempt := 0; ; attempt++ {
 		n, err := e.targets.check(ctx, topic, partition, attempt > 0)
 		if err == nil {
@@ -125,8 +125,7 @@ func (e *Engine) awaitTarget(ctx context.Context, c *claimState, topic string, p
 		case <-e.failed:
 			c.part.waiting.Store(0)
 			return errStopped
-		case <-time.After(wait):
+		case <-time.After(retry.next()):
 		}
-		wait = min(wait*2, targetWaitMax)
 	}
 }

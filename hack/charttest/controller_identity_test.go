@@ -83,7 +83,7 @@ func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, user servi
 		},
 	}}
 	// The CRD was applied a moment ago: wait until the API serves the kind.
-	eventually(t, 15*time.Second, func() error { return c.Create(ctx, mirror.DeepCopy()) })
+	eventually(t, 45*time.Second, func() error { return c.Create(ctx, mirror.DeepCopy()) })
 
 	children := []struct {
 		gvk  schema.GroupVersionKind
@@ -94,7 +94,7 @@ func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, user servi
 		{schema.GroupVersionKind{Version: "v1", Kind: "Service"}, "orders-mirror-metrics"},
 		{schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}, "orders-mirror"},
 	}
-	eventually(t, 30*time.Second, func() error {
+	eventually(t, 90*time.Second, func() error {
 		for _, child := range children {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(child.gvk)

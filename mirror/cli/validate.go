@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,9 +23,12 @@ import (
 
 // ManifestRenderer renders one KafkaMirror document (YAML or JSON) into the engine
 // config the operator would run for it, as controllers.RenderConfig does. It returns an
-// error when the document is not a KafkaMirror the operator accepts: an unsupported
-// apiVersion, an unknown or mistyped field. `validate -f` then checks the rendered config
-// under the path "spec".
+// error when the document is not a KafkaMirror the API server and the operator accept:
+// an unsupported apiVersion, an unknown or mistyped field, a schema or CEL rule broken.
+// Several problems come joined (errors.Join), each reported on its own line; a
+// *field.Error's path keeps the operator's checks from reporting that field again. When
+// the document still renders, the config comes with the error, and `validate -f` checks
+// it too under the path "spec".
 //
 // The renderer is a hook rather than a call because rendering is the operator's code,
 // and this package must not import the operator (the engine's dependencies point one way).
@@ -38,6 +42,7 @@ type ManifestRenderer func(doc []byte) (*config.Config, error)
 func NewValidateCommand(opts ...Option) *cobra.Command {
 	v := validator{render: newOptions(opts).render}
 	var configs, manifests []string
+	var output string
 	cmd := &cobra.Command{
 		Use:   "validate (--config FILE | -f FILE)...",
 		Short: "Check a mirror config or KafkaMirror manifests without running anything",
@@ -46,21 +51,37 @@ reads) and Kubernetes manifests holding KafkaMirror resources: unknown fields, r
 fields, regular expressions, CEL expressions (compiled and type-checked), named handlers
 and rebalance listeners (registered, and accepting their args).
 
+A KafkaMirror is judged as the API server would admit it (the CRD's OpenAPI schema and
+its CEL rules, unknown fields rejected as by kubectl's strict field validation), then by
+the operator's own checks, so a manifest that passes here is neither refused by
+'kubectl apply' nor stalled by the operator.
+
 Every problem is printed on its own line as FILE: FIELD PATH: REASON, and the command
 exits non-zero. A file that passes prints one "OK: ..." line. Documents of other kinds
-in a manifest file (Deployments, ConfigMaps, ...) are skipped, and -f DIR checks every
-.yaml, .yml and .json file in a directory, so a whole GitOps directory can be checked.`,
+in a manifest file (Deployments, ConfigMaps, ...) are skipped, items of a 'kind: List'
+are checked one by one, and -f DIR checks every .yaml, .yml and .json file in a
+directory, so a whole GitOps directory can be checked. --output json prints one JSON
+object instead, for CI annotations.`,
 		Example: `  kafka-mirror validate --config mirror.yaml
   kafka-mirror validate -f config/samples/kafkamirror.yaml -f deploy/orders.yaml
-  kafka-mirror validate -f deploy/mirrors/`,
+  kafka-mirror validate -f deploy/mirrors/
+  kafka-mirror validate -f deploy/mirrors/ --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(configs) == 0 && len(manifests) == 0 {
 				return errors.New("give --config FILE (a MirrorConfig) or -f FILE (KafkaMirror manifests)")
 			}
-			return v.run(cmd.OutOrStdout(), configs, manifests)
+			switch output {
+			case "text":
+				return v.run(cmd.OutOrStdout(), configs, manifests)
+			case "json":
+				return v.runJSON(cmd.OutOrStdout(), configs, manifests)
+			default:
+				return fmt.Errorf("--output: Unsupported value: %q: supported values: \"text\", \"json\"", output)
+			}
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text (a line per problem) or json (one object: files, problems, ok)")
 	cmd.Flags().StringArrayVar(&configs, "config", nil, "a mirror config file (kind MirrorConfig); repeatable")
 	cmd.Flags().StringArrayVarP(&manifests, "filename", "f", nil, "a YAML file of KafkaMirror manifests, a directory of them, or '-' for stdin; repeatable")
 	return cmd
@@ -75,16 +96,69 @@ type validator struct {
 // returns an error counting the problems when there are any.
 func (v validator) run(out io.Writer, configs, manifests []string) error {
 	problems := 0
-	for _, path := range configs {
-		problems += report(out, path, validateConfigFile(path))
-	}
-	for _, path := range manifests {
-		problems += v.validateManifestPath(out, path)
+	for _, f := range v.check(configs, manifests) {
+		problems += report(out, f.path, f.result)
 	}
 	if problems > 0 {
 		return fmt.Errorf("validate found %d problem(s)", problems)
 	}
 	return nil
+}
+
+// jsonReport is what --output json prints: every file checked, in order.
+type jsonReport struct {
+	// Problems counts the problems of all files; the command exits non-zero when > 0.
+	Problems int        `json:"problems"`
+	Files    []jsonFile `json:"files"`
+}
+
+type jsonFile struct {
+	Path     string   `json:"path"`
+	Problems []string `json:"problems"`
+	OK       []string `json:"ok"`
+}
+
+// runJSON checks like run and prints one JSON object (jsonReport) to out.
+func (v validator) runJSON(out io.Writer, configs, manifests []string) error {
+	rep := jsonReport{Files: []jsonFile{}}
+	for _, f := range v.check(configs, manifests) {
+		rep.Problems += len(f.result.problems)
+		rep.Files = append(rep.Files, jsonFile{Path: f.path, Problems: nonNil(f.result.problems), OK: nonNil(f.result.ok)})
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return err
+	}
+	if rep.Problems > 0 {
+		return fmt.Errorf("validate found %d problem(s)", rep.Problems)
+	}
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// fileResult is one checked file (or directory, when it held no mirror).
+type fileResult struct {
+	path   string
+	result result
+}
+
+// check validates every config file and manifest path, in order.
+func (v validator) check(configs, manifests []string) []fileResult {
+	var out []fileResult
+	for _, path := range configs {
+		out = append(out, fileResult{path, validateConfigFile(path)})
+	}
+	for _, path := range manifests {
+		out = append(out, v.validateManifestPath(path)...)
+	}
+	return out
 }
 
 // result is what validating one file (or one document of it) found.
@@ -114,7 +188,7 @@ func validateConfigFile(path string) result {
 		return result{problems: []string{fmt.Sprintf("while parsing the mirror config: %v", err)}}
 	}
 	c.Default()
-	problems := checkConfig(&c, nil)
+	problems := checkConfig(&c, nil, nil)
 	if len(problems) > 0 {
 		return result{problems: problems}
 	}
@@ -124,15 +198,16 @@ func validateConfigFile(path string) result {
 // validateManifestPath validates a manifest file, or every .yaml, .yml and .json file
 // directly in a directory (as kubectl -f does). In a directory, files holding no mirror
 // (a kustomization.yaml, say) are passed over; only a directory without any is a problem.
-func (v validator) validateManifestPath(out io.Writer, path string) int {
+func (v validator) validateManifestPath(path string) []fileResult {
 	info, err := os.Stat(path)
 	if path == "-" || err != nil || !info.IsDir() {
-		return report(out, path, v.validateManifestFile(path))
+		return []fileResult{{path, v.validateManifestFile(path)}}
 	}
 	entries, err := os.ReadDir(path)
 	if err != nil {
-		return report(out, path, result{problems: []string{readError(err)}})
+		return []fileResult{{path, result{problems: []string{readError(err)}}}}
 	}
+	var out []fileResult
 	problems, mirrors := 0, 0
 	for _, e := range entries {
 		ext := strings.ToLower(filepath.Ext(e.Name()))
@@ -144,12 +219,13 @@ func (v validator) validateManifestPath(out io.Writer, path string) int {
 			continue
 		}
 		mirrors += r.found
-		problems += report(out, filepath.Join(path, e.Name()), r)
+		problems += len(r.problems)
+		out = append(out, fileResult{filepath.Join(path, e.Name()), r})
 	}
 	if mirrors == 0 && problems == 0 {
-		problems += report(out, path, result{problems: []string{noMirror}})
+		out = append(out, fileResult{path, result{problems: []string{noMirror}}})
 	}
-	return problems
+	return out
 }
 
 const noMirror = "no KafkaMirror or MirrorConfig found"
@@ -168,7 +244,6 @@ func (v validator) validateManifestFile(path string) result {
 		return result{problems: []string{readError(err)}}
 	}
 	var r result
-	found := 0
 	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for i := 0; ; i++ {
 		doc, err := docs.Read()
@@ -179,51 +254,63 @@ func (v validator) validateManifestFile(path string) result {
 			r.problems = append(r.problems, fmt.Sprintf("document %d: while reading YAML: %v", i, err))
 			break
 		}
-		var tm struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
-		}
-		if err := yaml.Unmarshal(doc, &tm); err != nil {
-			r.problems = append(r.problems, fmt.Sprintf("document %d: while parsing YAML: %v", i, err))
-			continue
-		}
-		switch {
-		case tm.Kind == config.Kind:
-			found++
-			var c config.Config
-			if err := yaml.UnmarshalStrict(doc, &c); err != nil {
-				r.problems = append(r.problems, fmt.Sprintf("document %d: while parsing the mirror config: %v", i, err))
-				continue
-			}
-			c.Default()
-			if ps := checkConfig(&c, nil); len(ps) > 0 {
-				r.problems = append(r.problems, prefixAll(fmt.Sprintf("document %d (MirrorConfig): ", i), ps)...)
-				continue
-			}
-			r.ok = append(r.ok, "MirrorConfig, "+summarize(&c))
-		case tm.Kind == "KafkaMirror" && strings.HasPrefix(tm.APIVersion, apiGroup+"/"):
-			found++
-			name := tm.Metadata.Name
-			if tm.Metadata.Namespace != "" {
-				name = tm.Metadata.Namespace + "/" + name
-			}
-			ps, c := v.checkKafkaMirror(doc, tm.Metadata.Name)
-			if len(ps) > 0 {
-				r.problems = append(r.problems, prefixAll(fmt.Sprintf("document %d (KafkaMirror %s): ", i, name), ps)...)
-				continue
-			}
-			r.ok = append(r.ok, fmt.Sprintf("KafkaMirror %s, %s", name, summarize(c)))
-		}
+		v.checkDocument(doc, fmt.Sprintf("document %d", i), &r)
 	}
-	if found == 0 && len(r.problems) == 0 {
+	if r.found == 0 && len(r.problems) == 0 {
 		r.problems = append(r.problems, noMirror)
 	}
-	r.found = found
 	return r
+}
+
+// checkDocument checks one YAML or JSON document, labelled "document N" (or "document
+// N item M" inside a List), adding what it found to r. Kinds other than MirrorConfig,
+// KafkaMirror and List are someone else's and skipped.
+func (v validator) checkDocument(doc []byte, label string, r *result) {
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := yaml.Unmarshal(doc, &tm); err != nil {
+		r.problems = append(r.problems, fmt.Sprintf("%s: while parsing YAML: %v", label, err))
+		return
+	}
+	switch {
+	case tm.Kind == "List" || (strings.HasSuffix(tm.Kind, "List") && tm.Items != nil):
+		// kubectl's List (and typed lists such as KafkaMirrorList): each item is a document.
+		for j, item := range tm.Items {
+			v.checkDocument(item, fmt.Sprintf("%s item %d", label, j), r)
+		}
+	case tm.Kind == config.Kind:
+		r.found++
+		var c config.Config
+		if err := yaml.UnmarshalStrict(doc, &c); err != nil {
+			r.problems = append(r.problems, fmt.Sprintf("%s: while parsing the mirror config: %v", label, err))
+			return
+		}
+		c.Default()
+		if ps := checkConfig(&c, nil, nil); len(ps) > 0 {
+			r.problems = append(r.problems, prefixAll(label+" (MirrorConfig): ", ps)...)
+			return
+		}
+		r.ok = append(r.ok, "MirrorConfig, "+summarize(&c))
+	case tm.Kind == "KafkaMirror" && strings.HasPrefix(tm.APIVersion, apiGroup+"/"):
+		r.found++
+		name := tm.Metadata.Name
+		if tm.Metadata.Namespace != "" {
+			name = tm.Metadata.Namespace + "/" + name
+		}
+		ps, c := v.checkKafkaMirror(doc, tm.Metadata.Name)
+		if len(ps) > 0 {
+			r.problems = append(r.problems, prefixAll(fmt.Sprintf("%s (KafkaMirror %s): ", label, name), ps)...)
+			return
+		}
+		r.ok = append(r.ok, fmt.Sprintf("KafkaMirror %s, %s", name, summarize(c)))
+	}
 }
 
 // apiGroup is the API group of both the engine config and the KafkaMirror resource; a
@@ -237,25 +324,66 @@ func (v validator) checkKafkaMirror(doc []byte, name string) ([]string, *config.
 		return []string{"this binary cannot check KafkaMirror manifests: its main does not pass cli.WithManifestRenderer"}, nil
 	}
 	c, err := v.render(doc)
-	if err != nil {
-		return []string{err.Error()}, nil
-	}
 	var problems []string
-	if name == "" {
+	var admitted field.ErrorList
+	for _, e := range flatten(err) {
+		problems = append(problems, e.Error())
+		var fe *field.Error
+		if errors.As(e, &fe) {
+			admitted = append(admitted, fe)
+		}
+	}
+	if c == nil {
+		return problems, nil
+	}
+	if name == "" && !reportedAlready(admitted, field.Required(field.NewPath("metadata", "name"), "")) {
 		problems = append(problems, field.Required(field.NewPath("metadata", "name"), "").Error())
 	}
-	problems = append(problems, checkConfig(c, field.NewPath("spec"))...)
+	problems = append(problems, checkConfig(c, field.NewPath("spec"), admitted)...)
 	return problems, c
+}
+
+// reportedAlready tells whether the admission already reported e: at the same path, or
+// the same finding in its own words (a CEL rule's message that begins with e's reason,
+// reported at an enclosing path).
+func reportedAlready(admitted field.ErrorList, e *field.Error) bool {
+	for _, a := range admitted {
+		if a.Field == e.Field || (e.Detail != "" && strings.HasPrefix(a.Detail, e.Detail)) {
+			return true
+		}
+	}
+	return false
+}
+
+// flatten lists the errors joined in err (errors.Join), or err alone.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // checkConfig runs the config's own validation, then builds the handler chain and the
 // rebalance listener as the engine would. A problem both report at the same path (an
-// empty handler, say) is printed once.
-func checkConfig(c *config.Config, root *field.Path) []string {
+// empty handler, say) is printed once, and so is one the API-server admission already
+// reported (admitted; see reportedAlready).
+func checkConfig(c *config.Config, root *field.Path, admitted field.ErrorList) []string {
 	var problems []string
 	seen := map[string]bool{}
+	for _, a := range admitted {
+		seen[a.Field] = true
+	}
 	for _, e := range c.ValidateFields(root) {
-		problems = append(problems, e.Error())
+		if !seen[e.Field] && !reportedAlready(admitted, e) {
+			problems = append(problems, e.Error())
+		}
 		seen[e.Field] = true
 	}
 	prefix := ""

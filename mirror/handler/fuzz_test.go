@@ -52,7 +52,7 @@ func FuzzNewChain(f *testing.F) {
 		if err == nil && len(out) > 1 {
 			t.Fatalf("a CEL step emitted %d records", len(out))
 		}
-		if took := time.Since(start); took > 5*time.Second {
+		if took := time.Since(start); took > 15*time.Second {
 			t.Fatalf("evaluation took %v despite the cost limit and deadline", took)
 		}
 	})
