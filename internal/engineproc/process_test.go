@@ -1,7 +1,6 @@
 package engineproc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 // The test binary doubles as a fake engine: with fakeEngineEnv set, TestMain runs
@@ -87,7 +88,7 @@ func fakeEngine() int {
 }
 
 // startFake starts the fake engine with its log in a temporary directory and extra env.
-func startFake(t *testing.T, output *syncWriter, env ...string) (*Process, string) {
+func startFake(t *testing.T, output *testutil.SyncBuffer, env ...string) (*Process, string) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -113,24 +114,6 @@ func startFake(t *testing.T, output *syncWriter, env ...string) (*Process, strin
 	return p, addr
 }
 
-// syncWriter is a bytes.Buffer safe to read while the process writes it.
-type syncWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
 // readyTimeout is a generous ceiling for the fake to start and answer /readyz on a busy
 // machine: it needs fakeReadyAfter+1 polls of readyPollInterval after starting.
 const readyTimeout = 30 * time.Second
@@ -145,7 +128,7 @@ func TestStopAfterReady(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var out syncWriter
+			var out testutil.SyncBuffer
 			p, addr := startFake(t, &out, fakeTermCodeEnv+"="+tc.termCode)
 			if err := p.WaitReady(context.Background(), addr, readyTimeout); err != nil {
 				t.Fatalf("WaitReady: %v", err)

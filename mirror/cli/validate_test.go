@@ -3,24 +3,15 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
-
-func writeFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 const noRenderer = "this binary cannot check KafkaMirror manifests: its main does not pass cli.WithManifestRenderer"
 
@@ -175,7 +166,7 @@ func TestValidateManifestRenderer(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := writeFile(t, dir, "km.yaml", tc.doc)
+			path := testutil.WriteFile(t, dir, "km.yaml", tc.doc)
 			var out bytes.Buffer
 			cmd := NewValidateCommand(WithManifestRenderer(render))
 			cmd.SilenceErrors, cmd.SilenceUsage = true, true
