@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +11,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
@@ -201,57 +195,12 @@ func waitForRecords(ctx context.Context, p *engineproc.Process, t *targetCounter
 	}
 }
 
-// freeLoopbackAddress reserves a loopback port for an engine's metrics endpoint.
-func freeLoopbackAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("while reserving a port for the engine's metrics: %w", err)
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
-}
+// scrapeTimeout bounds one scrape of an engine's metrics.
+const scrapeTimeout = 2 * time.Second
 
 // scrape reads the engine's metrics endpoint.
-func scrape(ctx context.Context, address string) (map[string]*dto.MetricFamily, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+func scrape(ctx context.Context, address string) (engineproc.Metrics, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/plain")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("while scraping the engine's metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil, fmt.Errorf("while scraping the engine's metrics: HTTP %s", resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("while parsing the engine's metrics: %w", err)
-	}
-	return fams, nil
-}
-
-// sumGauge adds up a gauge or counter family over its labels.
-func sumGauge(f *dto.MetricFamily) float64 {
-	if f == nil {
-		return 0
-	}
-	var s float64
-	for _, m := range f.GetMetric() {
-		switch {
-		case m.Gauge != nil:
-			s += m.GetGauge().GetValue()
-		case m.Counter != nil:
-			s += m.GetCounter().GetValue()
-		case m.Untyped != nil:
-			s += m.GetUntyped().GetValue()
-		}
-	}
-	return s
+	return engineproc.Scrape(ctx, nil, address)
 }

@@ -42,7 +42,7 @@ const warmup = 2 * time.Second
 func (b *bench) latency(ctx context.Context) (latencyResult, error) {
 	res := latencyResult{Rate: b.o.latencyRate, EngineP50Ms: -1, EngineP99Ms: -1}
 	err := b.withTarget(ctx, "latency", 0, latencyTopic, func(target []string) error {
-		addr, err := freeLoopbackAddress()
+		addr, err := engineproc.FreeLoopbackAddress()
 		if err != nil {
 			return err
 		}

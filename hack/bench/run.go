@@ -15,6 +15,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
@@ -343,7 +344,7 @@ func (b *bench) engineThroughput(ctx context.Context, spec engineSpec, want int)
 func (b *bench) engineRun(ctx context.Context, spec engineSpec, bin []string, want int, halfSignal syscall.Signal) (engineResult, error) {
 	res := engineResult{Name: spec.name, Records: want}
 	err := b.withTarget(ctx, spec.name, 0, dataTopic, func(target []string) error {
-		addr, err := freeLoopbackAddress()
+		addr, err := engineproc.FreeLoopbackAddress()
 		if err != nil {
 			return err
 		}
@@ -393,7 +394,7 @@ func (b *bench) throttled(ctx context.Context, maxInFlight int) (throttleResult,
 		BytesPerSecond: b.o.throttle, Duration: b.o.throttleTime}
 	spec := engineSpec{name: "throttled", noDataLoss: true, maxInFlight: maxInFlight, streams: b.o.streams}
 	err := b.withTarget(ctx, spec.name, b.o.throttle, dataTopic, func(target []string) error {
-		addr, err := freeLoopbackAddress()
+		addr, err := engineproc.FreeLoopbackAddress()
 		if err != nil {
 			return err
 		}
@@ -424,8 +425,8 @@ func (b *bench) throttled(ctx context.Context, maxInFlight int) (throttleResult,
 				if err != nil {
 					continue
 				}
-				res.MaxInFlight = max(res.MaxInFlight, int64(sumGauge(fams["kafka_mirror_inflight_records"])))
-				res.Records = int64(sumGauge(fams["kafka_mirror_records_total"]))
+				res.MaxInFlight = max(res.MaxInFlight, int64(fams.Sum("kafka_mirror_inflight_records")))
+				res.Records = int64(fams.Sum("kafka_mirror_records_total"))
 			}
 		}
 		// A drain against the throttled target would only cost time: kill it.

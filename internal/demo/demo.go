@@ -324,7 +324,7 @@ func (d *demo) writeConfig(context.Context) error {
 			return fmt.Errorf("while creating the demo's work directory: %w", err)
 		}
 	}
-	addr, err := freeLoopbackAddress()
+	addr, err := engineproc.FreeLoopbackAddress()
 	if err != nil {
 		return err
 	}

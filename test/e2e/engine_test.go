@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,12 +34,11 @@ func engineBinary(t *testing.T) string {
 // freeAddr returns a loopback address with a port free at the time of the call.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := engineproc.FreeLoopbackAddress()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // writeConfig renders cfg the way the operator does (defaults filled, validated,
