@@ -59,6 +59,7 @@ func TestRenderConfig(t *testing.T) {
 					Source:        config.Cluster{BootstrapServers: []string{"source-kafka:9092"}, ClientID: config.DefaultClientID},
 					Target:        config.Cluster{BootstrapServers: []string{"target-kafka:9092"}, ClientID: config.DefaultClientID},
 					ConsumerGroup: "kafka-mirror.shop.orders",
+					InitialOffset: config.InitialOffsetOldest,
 					Topics:        config.Topics{Include: []string{`orders\..*`}},
 					Partitioning:  config.PartitioningPreserve,
 					SyncTopics:    config.BoolPtr(false), NoDataLoss: config.BoolPtr(true),

@@ -16,10 +16,6 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
 )
 
-// commitAllowance is what a test allows for one commit round (a drain's final commit,
-// leaving the group) on top of the drain timeout when it bounds a stop or a rebalance.
-const commitAllowance = time.Second
-
 // blackHoleProduce makes cl read every produce request and never answer it, as a
 // broker that accepts connections but hangs does: the producer waits for its read
 // timeout (sarama: Net.ReadTimeout, 30 s). heal lets later requests through again;

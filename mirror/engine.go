@@ -61,9 +61,16 @@ type Engine struct {
 	parts    partitionRegistry
 	topics   topicSet
 
-	// Set by Run before the streams start.
-	producer sarama.AsyncProducer
-	targets  *targetTopics
+	// Set by Run before the streams start: the batching and the single-record
+	// producers (see sizeLimits) and the single one's client.
+	producer     sarama.AsyncProducer
+	single       sarama.AsyncProducer
+	singleClient sarama.Client
+	targets      *targetTopics
+	limits       *sizeLimits
+	budget       *byteBudget
+	keeper       *progressKeeper
+	caughtUp     *caughtUp
 
 	outPool sync.Pool
 
@@ -71,6 +78,8 @@ type Engine struct {
 	httpAddress string
 
 	commits, rebalances, sendErrors atomic.Int64
+	// resent counts records sent again alone after their batch was refused as too large.
+	resent atomic.Int64
 	// joined counts streams that started at least one group session.
 	joined     atomic.Int64
 	streamSeen []atomic.Bool
@@ -128,6 +137,8 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 		streamSeen:  make([]atomic.Bool, cfg.Streams),
 		failed:      make(chan struct{}),
 		abortCh:     make(chan struct{}),
+		limits:      &sizeLimits{override: cfg.ProducerMaxMessageBytes()},
+		budget:      newByteBudget(inFlightBytesFor(cfg.MaxInFlightBytes, cgroupMemoryMax)),
 	}
 	e.outPool.New = func() any { return new(outMsg) }
 	e.parts = partitionRegistry{parts: map[partitionKey]*partitionState{}, m: e.metrics}
@@ -144,7 +155,7 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 	} else {
 		e.gatherer = prometheus.DefaultGatherer
 	}
-	if err := e.metrics.register(reg, &e.parts); err != nil {
+	if err := e.metrics.register(reg, &e.parts, e.budget); err != nil {
 		return nil, fmt.Errorf("while registering metrics: %w", err)
 	}
 
@@ -219,13 +230,16 @@ func (e *Engine) Run(ctx context.Context) error {
 		// Only ctx ending (a stop or Abort) ends the retries; that is not an error.
 		return nil
 	}
-	connsOpen, producerOpen := true, true
+	connsOpen, producerOpen := true, false
 	defer func() {
 		if producerOpen {
 			_ = e.producer.Close()
+			_ = e.single.Close()
 		}
 		if connsOpen {
 			conns.close()
+			// Caught-up probes end once the clients are closed.
+			e.caughtUp.wait()
 		}
 	}()
 
@@ -234,6 +248,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		stopBackground()
 		return err
 	}
+	// The producers are sized by the limits of the target topics the first topic loop
+	// synced and read.
+	if err := e.openProducers(conns); err != nil {
+		stopBackground()
+		return err
+	}
+	producerOpen = true
 	bg.Go(func() error { tl.run(bgCtx); return nil })
 	bg.Go(func() error { e.logProgress(bgCtx); return nil })
 	// The delivery watch runs until Run returns, not only while the streams run: the
@@ -244,9 +265,23 @@ func (e *Engine) Run(ctx context.Context) error {
 	go func() { defer close(watchDone); e.watchDelivery(watchCtx) }()
 	defer func() { stopWatch(); <-watchDone }()
 
-	// Acks are read until the producer is closed, after the streams drained.
+	// The target-side progress is written until the streams have made their last
+	// commits, then once more.
+	stopKeeper, keeperDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(keeperDone); e.keeper.run(stopKeeper, e.abortCh) }()
+
+	// Acks are read until the producers are closed, after the streams drained. The
+	// single-record producer is closed only once the batching one returned everything:
+	// a batch the target refused as too large is sent again through it (resendAlone).
 	acksDone := make(chan struct{})
-	go func() { defer close(acksDone); e.readAcks() }()
+	go func() {
+		defer close(acksDone)
+		singleDone := make(chan struct{})
+		go func() { defer close(singleDone); e.readAcks(e.single) }()
+		e.readAcks(e.producer)
+		e.single.AsyncClose()
+		<-singleDone
+	}()
 
 	// The shutdown's clock starts when ctx ends (a stop, a fatal error), as each
 	// session's drain does, not when the streams are done.
@@ -262,6 +297,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if streamErr != nil {
 		e.fail(streamErr)
 	}
+	keeperDeadline := e.stopKeeper(stopKeeper)
 	cancel()
 
 	// The streams have committed what was acked; records still in flight are not
@@ -281,6 +317,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !waitUntil(deadline, acksDone) {
 		e.log.Info("Stopped waiting for the target to ack the records in flight; they are not committed and will be mirrored again after a restart")
 	}
+	// The keeper's last write needs the target admin, so it ends before the clients close.
+	e.awaitKeeper(keeperDone, keeperDeadline)
 	// sarama's Broker.Close takes the broker's lock, which a request waiting for a free
 	// in-flight slot (Net.MaxOpenRequests is 1) holds until the request before it gets
 	// its answer or its read timeout (Net.ReadTimeout, 30 s) from a target that hangs.
@@ -292,6 +330,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !waitUntil(deadline, closed) {
 		e.log.Info("Left the connections to the clusters closing in the background: a broker has not answered")
 	}
+	// Caught-up probes read the source; closing the clients ends one waiting for an answer.
+	probesDone := make(chan struct{})
+	go func() { defer close(probesDone); e.caughtUp.wait() }()
+	waitUntil(deadline, probesDone)
 
 	select {
 	case <-e.failed:
@@ -335,6 +377,26 @@ func waitUntil(deadline time.Time, done <-chan struct{}) bool {
 		return true
 	case <-t.C:
 		return false
+	}
+}
+
+// stopKeeper makes the progress keeper write the streams' last commits to the target
+// (after Abort it writes nothing more, as after a kill) and returns until when Run
+// waits for it: the write overlaps the producer's drain, so a target that stopped
+// answering delays the stop by neither twice.
+func (e *Engine) stopKeeper(stop chan struct{}) time.Time {
+	close(stop)
+	limit := min(progressFlushLimit, e.drainLimit)
+	if e.isFailed() {
+		limit = min(limit, fatalDrainLimit)
+	}
+	return time.Now().Add(limit)
+}
+
+// awaitKeeper waits for the progress keeper's last write until deadline.
+func (e *Engine) awaitKeeper(done chan struct{}, deadline time.Time) {
+	if !waitUntil(deadline, done) {
+		e.log.Info("Stopped waiting to write the progress to the target cluster; the source group holds it")
 	}
 }
 
@@ -422,12 +484,15 @@ type connections struct {
 	targetAdmin sarama.ClusterAdmin
 	sourceMeta  sarama.Client
 	targetMeta  sarama.Client // the target admin's client
-	producer    sarama.AsyncProducer
-	target      sarama.Client
+	// The producers and their clients are made by Engine.openProducers.
+	producer     sarama.AsyncProducer
+	target       sarama.Client
+	single       sarama.AsyncProducer
+	singleClient sarama.Client
 }
 
 func (c *connections) close() {
-	for _, cl := range []interface{ Close() error }{c.sourceAdmin, c.targetAdmin, c.target} {
+	for _, cl := range []interface{ Close() error }{c.sourceAdmin, c.targetAdmin, c.target, c.singleClient} {
 		if cl != nil {
 			_ = cl.Close()
 		}
@@ -500,18 +565,8 @@ func (e *Engine) connect() (*connections, error) {
 		return nil, fmt.Errorf("while creating the target cluster admin: %w", err)
 	}
 
-	pc, err := kafka.ProducerConfig(e.cfg, e.kafkaOpts...)
-	if err != nil {
-		return nil, err
-	}
-	if c.target, err = kafka.NewClientFromConfig(e.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...); err != nil {
-		return nil, err
-	}
-	if c.producer, err = sarama.NewAsyncProducerFromClient(c.target); err != nil {
-		return nil, fmt.Errorf("while creating the producer for the target cluster: %w", err)
-	}
-	e.producer = c.producer
-	e.targets = newTargetTopics(c.target, c.targetMeta, e.preserve)
+	e.keeper = newProgressKeeper(e, c.sourceAdmin, c.targetAdmin, c.targetMeta)
+	e.caughtUp = newCaughtUp(c.sourceMeta, e.cfg.NoDataLossEnabled())
 	ok = true
 	return c, nil
 }

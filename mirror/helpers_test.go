@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -152,6 +153,8 @@ type workload struct {
 	partitions int32
 	base       time.Time
 	next       []int // next index per partition
+	// valueBytes, when set, pads every non-null value to that many bytes.
+	valueBytes int
 }
 
 func newWorkload(partitions int32) *workload {
@@ -173,6 +176,9 @@ func (w *workload) record(p int32, i int) *kgo.Record {
 	}
 	if i%7 != 0 {
 		r.Value = []byte(fmt.Sprintf("v%d-%d-%s", p, i, "payload-payload-payload"))
+		if w.valueBytes > len(r.Value) {
+			r.Value = append(r.Value, bytes.Repeat([]byte{'x'}, w.valueBytes-len(r.Value))...)
+		}
 	}
 	return r
 }
@@ -265,7 +271,7 @@ type targetContent map[int32][]*kgo.Record
 // fails after timeout.
 func readTarget(t *testing.T, cl *kfake.Cluster, topic string, want int, quiet, timeout time.Duration) targetContent {
 	t.Helper()
-	ends := endOffsets(t, cl, topic)
+	ends := topicEndOffsets(t, cl, topic)
 	client, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
 		// New partitions (expansion) must be seen within the test.
@@ -303,9 +309,9 @@ func readTarget(t *testing.T, cl *kfake.Cluster, topic string, want int, quiet, 
 	return nil
 }
 
-// endOffsets returns each partition's end offset (high watermark) of topic, or none when
-// the topic does not exist yet.
-func endOffsets(t *testing.T, cl *kfake.Cluster, topic string) map[int32]int64 {
+// topicEndOffsets returns each partition's end offset (high watermark) of topic on cl, or
+// none when the topic does not exist yet.
+func topicEndOffsets(t *testing.T, cl *kfake.Cluster, topic string) map[int32]int64 {
 	t.Helper()
 	sc := sarama.NewConfig()
 	sc.Version = sarama.V3_6_0_0

@@ -13,6 +13,7 @@ const (
 	metricFiltered    = "kafka_mirror_filtered_records_total"
 	metricSkipped     = "kafka_mirror_skipped_records_total"
 	metricInFlight    = "kafka_mirror_inflight_records"
+	metricInFlightB   = "kafka_mirror_inflight_bytes"
 	metricCommitted   = "kafka_mirror_committed_offset"
 	metricLag         = "kafka_mirror_lag_records"
 	metricWaiting     = "kafka_mirror_waiting_for_target"
@@ -22,6 +23,7 @@ const (
 	metricCommits     = "kafka_mirror_commits_total"
 	metricRebalances  = "kafka_mirror_rebalances_total"
 	metricListenerErr = "kafka_mirror_listener_errors_total"
+	metricResumed     = "kafka_mirror_resumed_from_target_total"
 )
 
 var partitionLabels = []string{"topic", "partition"}
@@ -39,7 +41,7 @@ type metrics struct {
 	// past the listener timeout), which the handler package contains and never returns.
 	listenerErrors prometheus.Counter
 
-	records, bytes, filtered, skipped, inFlight, committed, lag, waiting *prometheus.Desc
+	records, bytes, filtered, skipped, inFlight, committed, lag, waiting, resumed *prometheus.Desc
 }
 
 func newMetrics() *metrics {
@@ -79,13 +81,18 @@ func newMetrics() *metrics {
 		committed: d(metricCommitted, "Last source offset committed (the next offset to read)."),
 		lag:       d(metricLag, "Source high watermark minus the committed offset."),
 		waiting:   d(metricWaiting, "1 while the partition waits for its target topic to exist or grow."),
+		resumed:   d(metricResumed, "Assignments that started from the target-side progress because the source group had no offset."),
 	}
 }
 
-func (m *metrics) register(r prometheus.Registerer, parts *partitionRegistry) error {
+func (m *metrics) register(r prometheus.Registerer, parts *partitionRegistry, budget *byteBudget) error {
 	for _, c := range []prometheus.Collector{
 		m.recordAge, m.latency, m.sendErrors, m.commits, m.rebalances, m.listenerErrors,
 		&partitionCollector{m: m, parts: parts},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: metricInFlightB,
+			Help: "Bytes (key, value, headers) of records handed to the producer and not yet acked: the part of maxInFlightBytes in use.",
+		}, func() float64 { used, _ := budget.usage(); return float64(used) }),
 	} {
 		if err := r.Register(c); err != nil {
 			return err
@@ -103,7 +110,7 @@ type partitionCollector struct {
 // Describe sends the per-partition descriptors.
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.m.records, c.m.bytes, c.m.filtered, c.m.skipped,
-		c.m.inFlight, c.m.committed, c.m.lag, c.m.waiting} {
+		c.m.inFlight, c.m.committed, c.m.lag, c.m.waiting, c.m.resumed} {
 		ch <- d
 	}
 }
@@ -123,6 +130,7 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.m.bytes, s.Bytes)
 		counter(c.m.filtered, s.Filtered)
 		counter(c.m.skipped, s.Skipped)
+		counter(c.m.resumed, s.ResumedFromTarget)
 		gauge(c.m.inFlight, s.InFlight)
 		gauge(c.m.waiting, map[bool]int64{false: 0, true: 1}[s.WaitingForTarget])
 		if s.Committed >= 0 {

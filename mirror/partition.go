@@ -32,6 +32,13 @@ type partitionState struct {
 	committed atomic.Int64
 	// waiting is 1 while the partition waits for its target topic.
 	waiting atomic.Int64
+	// resumed counts assignments that started from the target-side progress because
+	// the source group had no offset.
+	resumed atomic.Int64
+	// probing is set while a caught-up probe of the partition runs (caughtUp), and
+	// idleAt is the commit point at which the partition was last seen idle, or -1.
+	probing atomic.Bool
+	idleAt  atomic.Int64
 
 	age     prometheus.Observer
 	latency prometheus.Observer
@@ -78,6 +85,30 @@ func (p *partitionState) setUnsent(n int) {
 	p.mu.Unlock()
 }
 
+// highWatermark is the source partition's high watermark as its consumer last saw it,
+// or -1.
+func (p *partitionState) highWatermark() int64 {
+	p.mu.Lock()
+	claim, assigned := p.claim, p.assigned
+	p.mu.Unlock()
+	if claim == nil || !assigned {
+		return -1
+	}
+	return claim.HighWaterMarkOffset()
+}
+
+// startOffset is the offset the current assignment started consuming at, or -1 when
+// it started at "oldest" or "latest" without a committed offset.
+func (p *partitionState) startOffset() int64 {
+	p.mu.Lock()
+	claim, assigned := p.claim, p.assigned
+	p.mu.Unlock()
+	if claim == nil || !assigned {
+		return -1
+	}
+	return claim.InitialOffset()
+}
+
 // detach ends the assignment. Records still in the producer stay watched.
 func (p *partitionState) detach() {
 	p.mu.Lock()
@@ -104,16 +135,17 @@ func (p *partitionState) watched() []watchedTracker {
 // snapshot reads the partition's numbers for Stats and the metrics collector.
 func (p *partitionState) snapshot() PartitionStats {
 	s := PartitionStats{
-		Topic:            p.topic,
-		Partition:        p.partition,
-		Records:          p.records.Load(),
-		Bytes:            p.bytes.Load(),
-		Filtered:         p.filtered.Load(),
-		Skipped:          p.skipped.Load(),
-		Committed:        p.committed.Load(),
-		HighWatermark:    -1,
-		Consumed:         -1,
-		WaitingForTarget: p.waiting.Load() == 1,
+		Topic:             p.topic,
+		Partition:         p.partition,
+		Records:           p.records.Load(),
+		Bytes:             p.bytes.Load(),
+		Filtered:          p.filtered.Load(),
+		Skipped:           p.skipped.Load(),
+		Committed:         p.committed.Load(),
+		HighWatermark:     -1,
+		Consumed:          -1,
+		WaitingForTarget:  p.waiting.Load() == 1,
+		ResumedFromTarget: p.resumed.Load(),
 	}
 	p.mu.Lock()
 	tr, claim, assigned := p.tracker, p.claim, p.assigned
@@ -168,6 +200,7 @@ func (r *partitionRegistry) get(topic string, partition int32) *partitionState {
 		latency:   r.m.latency.With(labels),
 	}
 	p.committed.Store(-1)
+	p.idleAt.Store(-1)
 	r.parts[k] = p
 	return p
 }

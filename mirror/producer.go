@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,6 +29,10 @@ type outMsg struct {
 	sourceTime   time.Time
 	readAt       time.Time
 	size         int64
+	// via is the producer that sends it; budgeted is what it took from the byte budget
+	// (see Engine.admit).
+	via      route
+	budgeted int64
 }
 
 func (e *Engine) getOut() *outMsg {
@@ -63,8 +68,12 @@ func (o *outMsg) setKeyValue(key, value []byte) {
 // so the drain does not wait for it.
 func (e *Engine) send(ctx context.Context, o *outMsg) bool {
 	o.msg.Metadata = o
+	in := e.producer.Input()
+	if o.via == routeSingle {
+		in = e.single.Input()
+	}
 	select {
-	case e.producer.Input() <- &o.msg:
+	case in <- &o.msg:
 		return true
 	case <-ctx.Done():
 		return false
@@ -74,8 +83,8 @@ func (e *Engine) send(ctx context.Context, o *outMsg) bool {
 }
 
 // readAcks turns producer results into tracker acks until the producer is closed.
-func (e *Engine) readAcks() {
-	succ, errs := e.producer.Successes(), e.producer.Errors()
+func (e *Engine) readAcks(producer sarama.AsyncProducer) {
+	succ, errs := producer.Successes(), producer.Errors()
 	for succ != nil || errs != nil {
 		select {
 		case m, ok := <-succ:
@@ -104,6 +113,7 @@ func (e *Engine) acked(o *outMsg) {
 		p.age.Observe(max(now.Sub(o.sourceTime).Seconds(), 0))
 	}
 	o.tracker.Ack(o.ticket)
+	e.budget.release(o.budgeted)
 	e.putOut(o)
 }
 
@@ -118,12 +128,27 @@ func (e *Engine) acked(o *outMsg) {
 // queued behind it, so later records of the same partition may reach the target before
 // the engine stops. Nothing is lost, but after the restart those records are on the
 // target twice, the first copies before the refused record.
+//
+// A batch of several records refused as too large is the engine's problem, not the
+// records': it is never fatal, its records are sent again one by one (resendAlone).
 func (e *Engine) sendFailed(pe *sarama.ProducerError) {
+	if o, ok := pe.Msg.Metadata.(*outMsg); ok && o.via == routeBatch && errors.Is(pe.Err, sarama.ErrMessageSizeTooLarge) && !e.isFailed() {
+		e.resendAlone(o)
+		return
+	}
 	e.sendErrors.Add(1)
 	e.metrics.sendErrors.Inc()
 	o, ok := pe.Msg.Metadata.(*outMsg)
 	if !ok {
 		e.fail(fmt.Errorf("while writing to target topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, pe.Err))
+		return
+	}
+	e.budget.release(o.budgeted)
+	if errors.Is(pe.Err, sarama.ErrMessageSizeTooLarge) {
+		limit, _ := e.limits.limit(pe.Msg.Topic)
+		e.fail(fmt.Errorf("while writing source record %s/%d offset %d to target topic %q partition %d: the target refused a record batch of this record alone "+
+			"(%d bytes at most; limit known to the engine %d, 0 when unknown): %w",
+			o.part.topic, o.part.partition, o.sourceOffset, pe.Msg.Topic, pe.Msg.Partition, pe.Msg.ByteSize(2)+recordBatchOverhead, limit, pe.Err))
 		return
 	}
 	e.fail(fmt.Errorf("while writing source record %s/%d offset %d to target topic %q partition %d (read %v ago): %w",

@@ -20,14 +20,18 @@ type claimState struct {
 	topic   string
 	// target is the renamed source topic, computed once per claim.
 	target string
-	// readyTopic and readyParts cache the last target topic found ready and its
-	// partition count, so the per-record check is a string and an integer comparison.
-	readyTopic string
-	readyParts int32
+	// ready caches the target topics found ready for this claim and their partition
+	// counts, so the per-record check is one map lookup and an integer comparison. A
+	// topic whose count is too small for a partition (preserve) is checked again.
+	ready map[string]int32
 
-	// rec and outs are reused for every record that goes through the handler chain.
-	rec  handler.Record
-	outs []*handler.Record
+	// rec and outs are reused for every record that goes through the handler chain,
+	// pending for the messages of the record being sent.
+	rec     handler.Record
+	outs    []*handler.Record
+	pending []*outMsg
+	// via is the producer this claim sent its last record through (see Engine.admit).
+	via route
 
 	// sendCtx bounds handing a record to the producer: it ends the drain limit after
 	// the session ended (sessionState.drain), so a record read before the end still
@@ -65,8 +69,14 @@ func (e *Engine) mirrorRecord(ctx context.Context, c *claimState, m *sarama.Cons
 		}
 		o.msg.Headers = o.headers
 		e.fill(o, c, m, now)
+		c.pending = append(c.pending[:0], o)
+		if err := e.admit(ctx, c, c.pending); err != nil {
+			e.putOut(o)
+			return err
+		}
 		o.ticket = c.tracker.Add(m.Offset, 1)
 		if !e.send(c.sendCtx, o) {
+			e.budget.release(o.budgeted)
 			return e.notSent(c, o)
 		}
 		return nil
@@ -131,7 +141,10 @@ func (e *Engine) mirrorThroughChain(ctx context.Context, c *claimState, m *saram
 			return err
 		}
 	}
-	tk := c.tracker.Add(m.Offset, len(outs))
+	// Every output is built and admitted (producer chosen, bytes taken) before the
+	// record is added to the tracker, so that a record is either wholly in flight or not
+	// started.
+	pending := c.pending[:0]
 	for _, out := range outs {
 		o := e.getOut()
 		o.msg.Topic = e.targetName(c, out.Topic)
@@ -143,8 +156,28 @@ func (e *Engine) mirrorThroughChain(ctx context.Context, c *claimState, m *saram
 		}
 		o.msg.Headers = o.headers
 		e.fill(o, c, m, now)
+		pending = append(pending, o)
+	}
+	c.pending = pending
+	defer clear(c.pending)
+	if err := e.admit(ctx, c, pending); err != nil {
+		for _, o := range pending {
+			e.putOut(o)
+		}
+		return err
+	}
+	tk := c.tracker.Add(m.Offset, len(pending))
+	for i, o := range pending {
 		o.ticket = tk
 		if !e.send(c.sendCtx, o) {
+			// The outputs not sent give their bytes back; the record stays un-acked,
+			// so no commit passes it.
+			for _, rest := range pending[i:] {
+				e.budget.release(rest.budgeted)
+			}
+			for _, rest := range pending[i+1:] {
+				e.putOut(rest)
+			}
 			return e.notSent(c, o)
 		}
 	}

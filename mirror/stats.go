@@ -13,6 +13,13 @@ type Stats struct {
 	Skipped int64
 	// InFlight is the number of source records read and not yet fully acked.
 	InFlight int64
+	// InFlightBytes is the part of the byte budget (maxInFlightBytes) in use now: the
+	// bytes of the records handed to the producer and not yet acked.
+	InFlightBytes int64
+	// InFlightBytesPeak is the most InFlightBytes has ever been.
+	InFlightBytesPeak int64
+	// MaxInFlightBytes is the byte budget (maxInFlightBytes, or its default).
+	MaxInFlightBytes int64
 	// Lag is the sum of the assigned partitions' lag.
 	Lag int64
 	// Commits counts offset commits the source group coordinator confirmed (for at
@@ -22,6 +29,9 @@ type Stats struct {
 	Rebalances int64
 	// SendErrors counts records whose send finally failed (the first one stops the engine).
 	SendErrors int64
+	// ResumedFromTarget counts partition assignments that started from the target-side
+	// progress because the source group had no offset (expired or deleted).
+	ResumedFromTarget int64
 	// Ready is what /readyz answers (see Engine.Ready).
 	Ready bool
 	// Partitions holds one entry per source partition this process has owned, sorted by
@@ -55,6 +65,9 @@ type PartitionStats struct {
 	// WaitingForTarget reports whether the partition waits for its target topic to
 	// exist or to have enough partitions.
 	WaitingForTarget bool
+	// ResumedFromTarget counts the assignments of this partition that started from the
+	// target-side progress.
+	ResumedFromTarget int64
 }
 
 // Stats returns a snapshot of the engine's progress. It is safe to call at any time,
@@ -66,6 +79,8 @@ func (e *Engine) Stats() Stats {
 		SendErrors: e.sendErrors.Load(),
 		Ready:      e.Ready() == nil,
 	}
+	s.InFlightBytes, s.InFlightBytesPeak = e.budget.usage()
+	s.MaxInFlightBytes = e.budget.limit
 	for _, p := range e.parts.all() {
 		ps := p.snapshot()
 		s.Records += ps.Records
@@ -73,6 +88,7 @@ func (e *Engine) Stats() Stats {
 		s.Filtered += ps.Filtered
 		s.Skipped += ps.Skipped
 		s.InFlight += ps.InFlight
+		s.ResumedFromTarget += ps.ResumedFromTarget
 		if ps.Assigned {
 			s.Lag += ps.Lag
 		}

@@ -162,7 +162,7 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 		e.joined.Add(1)
 	}
 	ss := &sessionState{
-		committer: groupCommitter{client: s.client, group: e.cfg.ConsumerGroup, session: sess},
+		committer: newProgressCommitter(groupCommitter{client: s.client, group: e.cfg.ConsumerGroup, session: sess}, e.keeper),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -172,6 +172,16 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 	s.cur = ss
 	s.mu.Unlock()
 	go e.commitLoop(sess.Context(), ss)
+	// Partitions the source group has no offset for resume from the target-side
+	// progress, before any claim starts. An error ends the session (sarama still calls
+	// Cleanup, which finds ss) and the stream joins again after its backoff.
+	resumed, err := e.keeper.resume(sess, s.log)
+	if err != nil {
+		return err
+	}
+	for _, tp := range resumed {
+		e.parts.get(tp.topic, tp.partition).resumed.Add(1)
+	}
 	tps := claimsOf(sess)
 	s.log.Info("Joined the consumer group", "group", e.cfg.ConsumerGroup, "generation", sess.GenerationID(),
 		"partitions", formatPartitions(tps))
@@ -303,6 +313,7 @@ func (e *Engine) commitLoop(session context.Context, ss *sessionState) {
 			ctx, cancel := context.WithTimeout(session, interval)
 			e.commitSession(ctx, ss)
 			cancel()
+			e.probeIdle(ss)
 		}
 	}
 }

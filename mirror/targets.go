@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -29,6 +31,10 @@ type targetTopics struct {
 	client   sarama.Client
 	probe    sarama.Client
 	preserve bool
+
+	// checks counts calls of check and refreshes the producer-client refreshes among
+	// them, so tests can show that a ready topic costs no call per record.
+	checks, refreshes atomic.Int64
 }
 
 func newTargetTopics(client, probe sarama.Client, preserve bool) *targetTopics {
@@ -37,7 +43,13 @@ func newTargetTopics(client, probe sarama.Client, preserve bool) *targetTopics {
 
 // check returns the topic's partition count when it can take a record for partition
 // (with preserve, the target needs more than partition partitions), or why it cannot.
+//
+// Both clients are first read from their cached metadata, which needs no request and
+// no goroutine: that is every call once a topic is ready. Only when the producer's
+// client lags behind probe's (a new topic, more partitions) does check refresh it, in
+// a goroutine so that ctx bounds the wait.
 func (t *targetTopics) check(ctx context.Context, topic string, partition int32, refresh bool) (int32, error) {
+	t.checks.Add(1)
 	if refresh {
 		if err := t.probe.RefreshMetadata(topic); err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
 			return 0, fmt.Errorf("while reading metadata of target topic %q: %w", topic, err)
@@ -47,23 +59,27 @@ func (t *targetTopics) check(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return n, err
 	}
-	// The producer's view, refreshed when it lags behind probe's (a new topic, more
-	// partitions). Reading it may refresh too, so the whole step is bounded by ctx.
+	if cached(t.client, topic) {
+		if n, err := t.partitions(t.client, topic, partition); err == nil {
+			return n, nil
+		}
+	}
+	// The producer's view, refreshed because it lags behind probe's. The refresh may
+	// retry for up to deliveryTimeout, so the whole step is bounded by ctx.
 	type verdict struct {
 		n   int32
 		err error
 	}
+	t.refreshes.Add(1)
 	done := make(chan verdict, 1)
 	go func() {
-		n, err := t.partitions(t.client, topic, partition)
-		if err != nil {
-			if rerr := t.client.RefreshMetadata(topic); rerr != nil {
-				err = fmt.Errorf("while reading metadata of target topic %q: %w", topic, rerr)
-			} else {
-				n, err = t.partitions(t.client, topic, partition)
-			}
+		var v verdict
+		if rerr := t.client.RefreshMetadata(topic); rerr != nil {
+			v.err = fmt.Errorf("while reading metadata of target topic %q: %w", topic, rerr)
+		} else {
+			v.n, v.err = t.partitions(t.client, topic, partition)
 		}
-		done <- verdict{n, err}
+		done <- v
 	}()
 	select {
 	case v := <-done:
@@ -71,6 +87,13 @@ func (t *targetTopics) check(ctx context.Context, topic string, partition int32,
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
+}
+
+// cached reports whether client holds metadata of topic, so that reading its
+// partitions needs no request (sarama's Partitions refreshes a topic it does not know).
+func cached(client sarama.Client, topic string) bool {
+	topics, err := client.Topics()
+	return err == nil && slices.Contains(topics, topic)
 }
 
 // partitions is check's verdict from one client's cached metadata.
@@ -94,18 +117,23 @@ func (t *targetTopics) partitions(client sarama.Client, topic string, partition 
 }
 
 // awaitTarget returns once topic can take records from this claim. The fast path is
-// the claim's cache; otherwise it asks the target and, while the topic is missing or
-// too small, waits with backoff (this partition only: the others go on), logs once and
-// sets the partition's waiting gauge. It returns ctx's error when ctx ends first.
+// the claim's cache of target topics found ready (one map lookup, so a handler that
+// routes records to several topics pays no check per record); otherwise it asks the
+// target and, while the topic is missing or too small, waits with backoff (this
+// partition only: the others go on), logs once and sets the partition's waiting gauge.
+// It returns ctx's error when ctx ends first.
 func (e *Engine) awaitTarget(ctx context.Context, c *claimState, topic string, partition int32) error {
-	if topic == c.readyTopic && (!e.preserve || partition < c.readyParts) {
+	if n, ok := c.ready[topic]; ok && (!e.preserve || partition < n) {
 		return nil
 	}
 	retry := newBackoff(targetWaitMin, targetWaitMax)
 	for attempt := 0; ; attempt++ {
 		n, err := e.targets.check(ctx, topic, partition, attempt > 0)
 		if err == nil {
-			c.readyTopic, c.readyParts = topic, n
+			if c.ready == nil {
+				c.ready = make(map[string]int32)
+			}
+			c.ready[topic] = n
 			if attempt > 0 {
 				c.part.waiting.Store(0)
 				e.log.Info("Resumed partition: its target topic is ready", "topic", c.topic, "partition", c.part.partition,

@@ -4,11 +4,14 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
@@ -150,6 +153,84 @@ func TestHandlerFilterCounts(t *testing.T) {
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRouterChecksEachTargetOnce routes every source record to one of two target
+// topics by its offset: the target must hold each record once in its topic, and the
+// engine must have asked whether a target topic is ready about once per claim and
+// topic, not once per record (the per-claim cache holds every topic it found ready).
+func TestRouterChecksEachTargetOnce(t *testing.T) {
+	const (
+		partitions   = 2
+		perPartition = 1000
+	)
+	c := newClusters(t, partitions, kfake.SeedTopics(partitions, "orders.even", "orders.odd"))
+	producePlain(t, c.source, testTopic, partitions, perPartition)
+	cfg := c.testConfig(t, func(cfg *config.Config) {
+		cfg.SyncTopics = config.BoolPtr(false)
+		cfg.Handlers = []config.HandlerSpec{{CEL: &config.CELHandler{Transform: &config.CELTransform{
+			Topic: "record.offset % 2 == 0 ? 'orders.even' : 'orders.odd'",
+		}}}}
+	})
+	r := startEngine(t, cfg, testLogger(t))
+	for _, topic := range []string{"orders.even", "orders.odd"} {
+		got := readTarget(t, c.target, topic, partitions*perPartition/2, time.Second, 30*time.Second)
+		for p := int32(0); p < partitions; p++ {
+			if n := len(got[p]); n != perPartition/2 {
+				t.Fatalf("%s/%d holds %d records, want %d", topic, p, n, perPartition/2)
+			}
+			for i, rec := range got[p] {
+				if want := strconv.Itoa(2*i + map[string]int{"orders.even": 0, "orders.odd": 1}[topic]); string(rec.Value) != want {
+					t.Fatalf("%s/%d offset %d holds %q, want %q", topic, p, i, rec.Value, want)
+				}
+			}
+		}
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	// Each of the 2 claims needs each of the 2 topics once; a retry or a session
+	// restart may add a few, a check per record would be 2000.
+	const ceiling = 2 * 2 * 3
+	checks, refreshes := r.e.targets.checks.Load(), r.e.targets.refreshes.Load()
+	if checks > ceiling || refreshes > checks {
+		t.Fatalf("targets.check was called %d times (%d producer refreshes) for %d records, want at most %d",
+			checks, refreshes, partitions*perPartition, ceiling)
+	}
+	t.Logf("%d records routed to 2 topics with %d readiness checks and %d producer metadata refreshes",
+		partitions*perPartition, checks, refreshes)
+}
+
+// TestLeaderlessUnrelatedTopicDoesNotDelayStart gives the target an unrelated topic
+// whose partition has no leader (kfake answers LEADER_NOT_AVAILABLE for it in every
+// metadata response) and a deliveryTimeout of 60 s. The producer keeps looking for
+// leaders that long, but only for the topics it writes to: the first records must be
+// mirrored well before deliveryTimeout (the ceiling is a third of it; it takes about a
+// second).
+func TestLeaderlessUnrelatedTopicDoesNotDelayStart(t *testing.T) {
+	const (
+		partitions      = 2
+		deliveryTimeout = 60 * time.Second
+	)
+	c := newClusters(t, partitions, kfake.SeedTopics(1, "unrelated"))
+	c.target.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Metadata}, Topic: "unrelated", Partitions: []int32{0},
+		Err: kerr.LeaderNotAvailable, Count: -1})
+	w := newWorkload(partitions)
+	w.produce(t, c.source, 100)
+	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.DeliveryTimeout.Duration = deliveryTimeout })
+	start := time.Now()
+	r := startEngine(t, cfg, testLogger(t))
+	waitFor(t, deliveryTimeout/3, "the first records mirrored", func() bool { return r.e.Stats().Records > 0 })
+	first := time.Since(start)
+	got := readTarget(t, c.target, testTopic, w.total(), time.Second, deliveryTimeout/3)
+	if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
+		t.Fatalf("with a leaderless unrelated target topic: %+v, want %d records, 0 missing, 0 duplicates", res, w.total())
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first record mirrored %v after start with a leaderless unrelated target topic (deliveryTimeout %v)",
+		first.Round(time.Millisecond), deliveryTimeout)
 }
 
 func get(t *testing.T, url string) (int, string) {

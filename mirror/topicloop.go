@@ -98,6 +98,11 @@ func (tl *topicLoop) runOnce(ctx context.Context) error {
 	if len(selected) > 0 {
 		tl.warnedEmpty = false
 	}
+	// The producers size their batches by these (sizeLimits); a failure keeps the
+	// limits known so far, and records to a topic of unknown limit go one at a time.
+	if err := tl.e.readLimits(tl.conns.targetAdmin, tl.e.targetTopicNames()); err != nil && ctx.Err() == nil {
+		tl.e.log.Error(err, "Failed to read the target topics' max.message.bytes; sending records of topics with unknown limits one at a time")
+	}
 	return nil
 }
 

@@ -29,6 +29,8 @@ type engineSpec struct {
 	maxInFlight int
 	// streams is the config's streams; 0 means the default.
 	streams int
+	// maxInFlightBytes is the config's maxInFlightBytes; 0 means the default.
+	maxInFlightBytes int64
 	// partial means the source topic holds more records than the run waits for, so the
 	// target may pass the wanted count between two polls without duplicates.
 	partial bool
@@ -48,6 +50,7 @@ func engineConfig(spec engineSpec, source, target []string, group, topic, metric
 		NoDataLoss:              config.BoolPtr(spec.noDataLoss),
 		Streams:                 spec.streams,
 		MaxInFlightPerPartition: spec.maxInFlight,
+		MaxInFlightBytes:        spec.maxInFlightBytes,
 		Metrics:                 config.Metrics{Address: metricsAddr},
 	}
 	if spec.filter != "" {

@@ -26,6 +26,9 @@ type options struct {
 	throttle       int64
 	throttleTime   time.Duration
 	throttleLimits []int
+	largeRecords   int
+	largeValueSize int
+	largeInFlight  int64
 	streams        int
 	maxInFlight    int
 	out            string
@@ -52,6 +55,9 @@ func parseOptions(args []string) (options, error) {
 	fs.Int64Var(&o.throttle, "throttle", 2_000_000, "bytes per second the throttled target accepts")
 	fs.DurationVar(&o.throttleTime, "throttle-duration", 15*time.Second, "duration of each throttled-target run (0 skips them)")
 	inflight := fs.String("throttle-inflight", "10000,1000", "maxInFlightPerPartition of the throttled-target runs, comma-separated")
+	fs.IntVar(&o.largeRecords, "large-records", 1000, "records of the large-record run against the throttled target (0 skips it)")
+	fs.IntVar(&o.largeValueSize, "large-value-size", 100<<10, "value size of the large-record run in bytes")
+	fs.Int64Var(&o.largeInFlight, "large-inflight-bytes", 32<<20, "the engine's maxInFlightBytes in the large-record run")
 	fs.IntVar(&o.streams, "streams", 0, "the engine's streams (0: the config default)")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 0, "the engine's maxInFlightPerPartition outside the throttled runs (0: the config default)")
 	fs.StringVar(&o.out, "out", "", "directory for results.json and results.md (default docs/benchmarks, or a temporary directory with --quick)")
@@ -75,6 +81,7 @@ func parseOptions(args []string) (options, error) {
 			"latency-rate":      func() { o.latencyRate = 1000 },
 			"latency-duration":  func() { o.latencyTime = 5 * time.Second },
 			"throttle-duration": func() { o.throttleTime = 6 * time.Second },
+			"large-records":     func() { o.largeRecords = 300 },
 		}
 		for name, apply := range quick {
 			if !set[name] {
@@ -112,6 +119,8 @@ func parseOptions(args []string) (options, error) {
 		return o, errors.New("--latency-rate must be positive")
 	case o.throttleTime > 0 && o.throttle <= 0:
 		return o, errors.New("--throttle must be positive")
+	case o.largeRecords < 0 || o.largeValueSize <= 0 || o.largeInFlight <= 0:
+		return o, errors.New("--large-records must not be negative, --large-value-size and --large-inflight-bytes must be positive")
 	}
 	if o.out == "" {
 		o.out = filepath.Join("docs", "benchmarks")

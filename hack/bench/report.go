@@ -258,6 +258,7 @@ type report struct {
 	Latency   *latencyResult    `json:"latency,omitempty"`
 	Big       *engineResult     `json:"big,omitempty"`
 	Throttled []throttleResult  `json:"throttled,omitempty"`
+	Large     *largeResult      `json:"large,omitempty"`
 	Profile   *profileResult    `json:"profile,omitempty"`
 	Notes     map[string]string `json:"notes,omitempty"`
 	started   time.Time
@@ -357,6 +358,14 @@ func (r *report) finish() {
 			s.BytesPerInFlightRecord = float64(hi.MaxRSS-lo.MaxRSS) / float64(hi.MaxInFlight-lo.MaxInFlight)
 		}
 	}
+	if l := r.Large; l != nil {
+		r.Targets = append(r.Targets, target{
+			fmt.Sprintf("Slow target, %d KiB records", l.ValueSize>>10),
+			fmt.Sprintf("in flight <= maxInFlightBytes %s", fmtBytes(l.MaxInFlightBytes)),
+			fmt.Sprintf("%s in flight at most, peak RSS %s (consumer read-ahead up to %s)", fmtBytes(l.PeakInFlightBytes), fmtBytes(l.MaxRSS), fmtBytes(l.readAhead())),
+			l.PeakInFlightBytes <= l.MaxInFlightBytes,
+		})
+	}
 	for _, t := range r.Throttled {
 		r.Targets = append(r.Targets, target{
 			fmt.Sprintf("Slow target, maxInFlightPerPartition %d", t.MaxInFlightPerPartition),
@@ -439,6 +448,10 @@ func (r *report) tableRows() [][]string {
 	for _, t := range r.Throttled {
 		rows = append(rows, []string{fmt.Sprintf("engine, target throttled to %.1f MB/s, maxInFlightPerPartition %d", float64(t.BytesPerSecond)/1e6, t.MaxInFlightPerPartition),
 			fmtNum(t.rate()), "", fmt.Sprintf("%d in flight (bound %d)", t.MaxInFlight, t.bound()), "", fmtBytes(t.MaxRSS)})
+	}
+	if l := r.Large; l != nil {
+		rows = append(rows, []string{fmt.Sprintf("engine, %d KiB records, target throttled to %.1f MB/s, maxInFlightBytes %s", l.ValueSize>>10, float64(l.BytesPerSecond)/1e6, fmtBytes(l.MaxInFlightBytes)),
+			fmtNum(l.rate()), "", fmt.Sprintf("%s in flight at most", fmtBytes(l.PeakInFlightBytes)), "", fmtBytes(l.MaxRSS)})
 	}
 	if l := r.Latency; l != nil {
 		rows = append(rows, []string{fmt.Sprintf("replication latency at %d records/s: p50 / p99 / max", l.Rate),

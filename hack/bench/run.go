@@ -178,6 +178,13 @@ func (b *bench) measure(ctx context.Context, rep *report) error {
 			rep.Throttled = append(rep.Throttled, res)
 		}
 	}
+	if b.o.throttleTime > 0 && b.o.largeRecords > 0 {
+		res, err := b.large(ctx)
+		if err != nil {
+			return err
+		}
+		rep.Large = &res
+	}
 	if b.o.profile {
 		prof, err := b.profiledRun(ctx)
 		if err != nil {

@@ -60,6 +60,7 @@ func TestParseValid(t *testing.T) {
 					Source:                  Cluster{BootstrapServers: []string{"source-kafka:9092"}, ClientID: DefaultClientID},
 					Target:                  Cluster{BootstrapServers: []string{"target-kafka:9092"}, ClientID: DefaultClientID},
 					ConsumerGroup:           "kafka-mirror.default.orders",
+					InitialOffset:           InitialOffsetOldest,
 					Topics:                  Topics{Include: []string{`orders\..*`}},
 					Partitioning:            PartitioningPreserve,
 					SyncTopics:              BoolPtr(true),
@@ -124,6 +125,19 @@ func TestParseValid(t *testing.T) {
 			check: func(t *testing.T, c *Config) {
 				if c.OffsetCommitInterval.Duration != 90*time.Second || c.Partitioning != PartitioningRoundRobin || c.Metrics.Address != "0" {
 					t.Fatalf("got %v %v %q", c.OffsetCommitInterval, c.Partitioning, c.Metrics.Address)
+				}
+			},
+		},
+		"initialOffset defaults to oldest, latest is kept": {
+			yaml: minimal + "initialOffset: latest\n",
+			check: func(t *testing.T, c *Config) {
+				if c.InitialOffset != InitialOffsetLatest {
+					t.Fatalf("initialOffset %q, want latest", c.InitialOffset)
+				}
+				d := &Config{}
+				d.Default()
+				if d.InitialOffset != InitialOffsetOldest {
+					t.Fatalf("default initialOffset %q, want oldest", d.InitialOffset)
 				}
 			},
 		},
@@ -224,6 +238,10 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *Config) { c.Partitioning = "random" },
 			want:   []string{`partitioning: Unsupported value: "random": supported values: "preserve", "hash", "roundRobin"`},
 		},
+		"initialOffset": {
+			mutate: func(c *Config) { c.InitialOffset = "earliest" },
+			want:   []string{`initialOffset: Unsupported value: "earliest": supported values: "oldest", "latest"`},
+		},
 		"negative durations": {
 			mutate: func(c *Config) {
 				c.OffsetCommitInterval.Duration = -time.Second
@@ -239,6 +257,15 @@ func TestValidate(t *testing.T) {
 		"max in flight": {
 			mutate: func(c *Config) { c.MaxInFlightPerPartition = -5 },
 			want:   []string{"maxInFlightPerPartition: Invalid value: -5: must be at least 1"},
+		},
+		"max in flight bytes": {
+			mutate: func(c *Config) { c.MaxInFlightBytes = -1 },
+			want:   []string{"maxInFlightBytes: Invalid value: -1: must be positive (unset: derived from the container's memory limit)"},
+		},
+		"producer max message bytes": {
+			mutate: func(c *Config) { c.Producer = &Producer{MaxMessageBytes: 100} },
+			want: []string{"producer.maxMessageBytes: Invalid value: 100: must be between 1024 and 104792064 bytes " +
+				"(unset: the target topics' max.message.bytes)"},
 		},
 		"bootstrap servers without port": {
 			mutate: func(c *Config) { c.Source.BootstrapServers = []string{"ok:1", "nohost", ":9092"} },

@@ -6,6 +6,7 @@ import "time"
 const (
 	DefaultClientID                = "kafka-mirror"
 	DefaultPartitioning            = PartitioningPreserve
+	DefaultInitialOffset           = InitialOffsetOldest
 	DefaultStreams                 = 1
 	DefaultOffsetCommitInterval    = 5 * time.Second
 	DefaultDeliveryTimeout         = 2 * time.Minute
@@ -27,6 +28,9 @@ func (c *Config) Default() {
 		if cl.ClientID == "" {
 			cl.ClientID = DefaultClientID
 		}
+	}
+	if c.InitialOffset == "" {
+		c.InitialOffset = DefaultInitialOffset
 	}
 	if c.Partitioning == "" {
 		c.Partitioning = DefaultPartitioning

@@ -25,6 +25,10 @@ type Config struct {
 	Target Cluster `json:"target"`
 	// ConsumerGroup is the source consumer group whose committed offsets record progress.
 	ConsumerGroup string `json:"consumerGroup"`
+	// InitialOffset is where a source partition starts when neither the source group
+	// nor the target-side progress knows how far it was mirrored: oldest (every record
+	// still in the source) or latest (only records written from now on). Default oldest.
+	InitialOffset InitialOffset `json:"initialOffset,omitempty"`
 	// Topics selects and names the topics to mirror.
 	Topics Topics `json:"topics"`
 	// Partitioning chooses the target partition of each record. Default preserve.
@@ -51,6 +55,14 @@ type Config struct {
 	// MaxInFlightPerPartition bounds records read but not yet acked, per source
 	// partition, so memory stays flat when the target is slow. Default 10000.
 	MaxInFlightPerPartition int `json:"maxInFlightPerPartition,omitempty"`
+	// MaxInFlightBytes bounds the bytes (key, value and headers) of records read but not
+	// yet acked, for the whole process, together with maxInFlightPerPartition: records
+	// wait before the producer while it is used up. A record larger than the whole
+	// budget still passes, alone. Default: a quarter of the container's memory limit when
+	// one is set, else 256 MiB.
+	MaxInFlightBytes int64 `json:"maxInFlightBytes,omitempty"`
+	// Producer tunes the producer that writes to the target.
+	Producer *Producer `json:"producer,omitempty"`
 	// Handlers is an ordered chain of message handlers applied to every record.
 	Handlers []HandlerSpec `json:"handlers,omitempty"`
 	// RebalanceListener is a named listener called when partitions are assigned or
@@ -58,6 +70,16 @@ type Config struct {
 	RebalanceListener *PluginSpec `json:"rebalanceListener,omitempty"`
 	// Metrics configures the HTTP endpoint serving /metrics, /healthz and /readyz.
 	Metrics Metrics `json:"metrics,omitempty"`
+}
+
+// Producer tunes the producer that writes to the target.
+type Producer struct {
+	// MaxMessageBytes replaces, for every target topic, the size limit of one record
+	// batch that the engine otherwise reads from the target (each topic's
+	// max.message.bytes, else the broker's message.max.bytes). Set it when the mirror
+	// may not describe the target's configs, or to send smaller batches. Default: unset,
+	// the target's limits.
+	MaxMessageBytes int `json:"maxMessageBytes,omitempty"`
 }
 
 // Cluster says how to reach one Kafka cluster.
@@ -133,6 +155,17 @@ const (
 	PartitioningHash Partitioning = "hash"
 	// PartitioningRoundRobin spreads records over the target partitions in turn.
 	PartitioningRoundRobin Partitioning = "roundRobin"
+)
+
+// InitialOffset chooses where a partition without any recorded progress starts.
+type InitialOffset string
+
+// Initial offsets.
+const (
+	// InitialOffsetOldest starts at the oldest record the source still holds.
+	InitialOffsetOldest InitialOffset = "oldest"
+	// InitialOffsetLatest starts at the end: only records written afterwards are mirrored.
+	InitialOffsetLatest InitialOffset = "latest"
 )
 
 // HandlerSpec is one step of the handler chain: exactly one of CEL or Name is set.
@@ -219,6 +252,14 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // BoolPtr returns a pointer to b, for the optional booleans of Config.
 func BoolPtr(b bool) *bool { return &b }
+
+// ProducerMaxMessageBytes returns producer.maxMessageBytes, 0 when unset.
+func (c *Config) ProducerMaxMessageBytes() int {
+	if c.Producer == nil {
+		return 0
+	}
+	return c.Producer.MaxMessageBytes
+}
 
 // NoDataLossEnabled reports whether the no-data-loss policy is on (the default).
 func (c *Config) NoDataLossEnabled() bool { return c.NoDataLoss == nil || *c.NoDataLoss }

@@ -14,6 +14,11 @@ const (
 	MaxStreams = 64
 	// MaxTopicNameLength is Kafka's limit on topic names.
 	MaxTopicNameLength = 249
+	// MinMaxMessageBytes and MaxMaxMessageBytes bound producer.maxMessageBytes: below
+	// 1 KiB a record batch holds hardly a record; above 100 MiB minus a margin sarama
+	// cannot send the request (sarama.MaxRequestSize).
+	MinMaxMessageBytes = 1 << 10
+	MaxMaxMessageBytes = 100<<20 - 64<<10
 )
 
 var topicNameChars = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
@@ -42,6 +47,12 @@ func (c *Config) ValidateFields(root *field.Path) field.ErrorList {
 	if strings.TrimSpace(c.ConsumerGroup) == "" {
 		errs = append(errs, field.Required(root.Child("consumerGroup"), "the source consumer group that stores the mirror's progress"))
 	}
+	switch c.InitialOffset {
+	case InitialOffsetOldest, InitialOffsetLatest:
+	default:
+		errs = append(errs, field.NotSupported(root.Child("initialOffset"), c.InitialOffset,
+			[]InitialOffset{InitialOffsetOldest, InitialOffsetLatest}))
+	}
 	errs = append(errs, c.Topics.validate(root.Child("topics"))...)
 	switch c.Partitioning {
 	case PartitioningPreserve, PartitioningHash, PartitioningRoundRobin:
@@ -66,6 +77,13 @@ func (c *Config) ValidateFields(root *field.Path) field.ErrorList {
 	}
 	if c.MaxInFlightPerPartition < 1 {
 		errs = append(errs, field.Invalid(root.Child("maxInFlightPerPartition"), c.MaxInFlightPerPartition, "must be at least 1"))
+	}
+	if c.MaxInFlightBytes < 0 {
+		errs = append(errs, field.Invalid(root.Child("maxInFlightBytes"), c.MaxInFlightBytes, "must be positive (unset: derived from the container's memory limit)"))
+	}
+	if m := c.ProducerMaxMessageBytes(); m < 0 || (m > 0 && m < MinMaxMessageBytes) || m > MaxMaxMessageBytes {
+		errs = append(errs, field.Invalid(root.Child("producer", "maxMessageBytes"), m,
+			fmt.Sprintf("must be between %d and %d bytes (unset: the target topics' max.message.bytes)", MinMaxMessageBytes, MaxMaxMessageBytes)))
 	}
 	for i, h := range c.Handlers {
 		errs = append(errs, h.validate(root.Child("handlers").Index(i))...)

@@ -296,6 +296,11 @@ func TestProducerAndConsumerPolicy(t *testing.T) {
 			if tc.minRetryTotal > 0 && (pc.Metadata.Timeout < tc.minRetryTotal || metaTotal < tc.minRetryTotal) {
 				t.Fatalf("metadata refresh gives up after %v (timeout) / %v (summed backoff), want at least %v", pc.Metadata.Timeout, metaTotal, tc.minRetryTotal)
 			}
+			// That long wait is for the mirrored topics only: a full refresh would wait as
+			// long for any leaderless topic of the target cluster.
+			if tc.minRetryTotal > 0 && pc.Metadata.Full {
+				t.Fatal("the producer's client refreshes every topic of the target (Metadata.Full), want only the topics it writes to")
+			}
 			cc, err := ConsumerConfig(tc.cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -309,6 +314,37 @@ func TestProducerAndConsumerPolicy(t *testing.T) {
 			}
 			if cc.Metadata.RefreshFrequency != 30*time.Second {
 				t.Fatalf("metadata refresh %v, want 30s", cc.Metadata.RefreshFrequency)
+			}
+		})
+	}
+}
+
+// TestConsumerInitialOffset checks that initialOffset picks where a partition without
+// any committed offset starts.
+func TestConsumerInitialOffset(t *testing.T) {
+	tests := map[string]struct {
+		initial config.InitialOffset
+		want    int64
+	}{
+		"default is oldest": {"", sarama.OffsetOldest},
+		"oldest":            {config.InitialOffsetOldest, sarama.OffsetOldest},
+		"latest":            {config.InitialOffsetLatest, sarama.OffsetNewest},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := &config.Config{
+				Source:        config.Cluster{BootstrapServers: []string{"s:9092"}},
+				Target:        config.Cluster{BootstrapServers: []string{"t:9092"}},
+				ConsumerGroup: "g",
+				InitialOffset: tc.initial,
+			}
+			c.Default()
+			cc, err := ConsumerConfig(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cc.Consumer.Offsets.Initial != tc.want {
+				t.Fatalf("Consumer.Offsets.Initial = %d, want %d", cc.Consumer.Offsets.Initial, tc.want)
 			}
 		})
 	}

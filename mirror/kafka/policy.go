@@ -66,17 +66,32 @@ func ProducerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
 // kept and the engine feels backpressure), and they flow again as soon as the target
 // answers. The extra retryBackoffMax covers the last backoff sarama skips when it
 // would pass the deadline, so that no send fails before timeout.
+//
+// The long wait must cover the mirrored topics only. sarama retries a whole metadata
+// refresh while any topic in it has a partition without a leader, and by default
+// (Metadata.Full) the client refreshes every topic of the cluster, at creation and on
+// each background refresh: one leaderless topic that nothing mirrors would hold the
+// engine's start for about timeout. So the producer's client asks only for the topics
+// it was asked about (the target topics the engine checks and writes to).
 func keepLookingForLeaders(sc *sarama.Config, timeout time.Duration) {
+	sc.Metadata.Full = false
 	sc.Metadata.Timeout = timeout + retryBackoffMax
 	sc.Metadata.Retry.Max = retriesFor(sc.Metadata.Timeout) + 1
 	sc.Metadata.Retry.BackoffFunc = backoff
 }
 
+// ConsumerChannelBuffer is the number of records each partition's consumer reads ahead
+// of the engine. They are outside the engine's byte budget (maxInFlightBytes), so the
+// count is kept small: with 100 KB records it is 25 MB per assigned partition, plus the
+// fetch being handed over (Consumer.Fetch.Default, 1 MiB, or one larger batch).
+const ConsumerChannelBuffer = 256
+
 // ConsumerConfig returns the configuration of one consumer-group member on c.Source.
 //
-// Always: no auto-commit (the engine commits only acked offsets), start at the oldest
-// offset of a partition the group never committed (records written to a new partition
-// before the group noticed it are kept), no silent reset of an out-of-range committed
+// Always: no auto-commit (the engine commits only acked offsets), start a partition
+// the group never committed at c.InitialOffset (oldest by default, so records written
+// to a new partition before the group noticed it are kept; the engine first looks for
+// its target-side progress, see mirror's progress keeper), no silent reset of an out-of-range committed
 // offset (the engine reports the gap), the sticky assignor (eager, so the drain before
 // release sees a clean revoke), and metadata refreshed every topicSyncInterval (at most
 // 30 s) so new source partitions are followed. With the no-data-loss policy, records of
@@ -90,9 +105,12 @@ func ConsumerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
 	co.Return.Errors = true
 	co.Offsets.AutoCommit.Enable = false
 	co.Offsets.Initial = sarama.OffsetOldest
+	if c.InitialOffset == config.InitialOffsetLatest {
+		co.Offsets.Initial = sarama.OffsetNewest
+	}
 	co.Group.ResetInvalidOffsets = false
 	co.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategySticky()}
-	sc.ChannelBufferSize = 1024
+	sc.ChannelBufferSize = ConsumerChannelBuffer
 	if c.NoDataLossEnabled() {
 		co.IsolationLevel = sarama.ReadCommitted
 	}

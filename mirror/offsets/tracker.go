@@ -136,6 +136,22 @@ func (t *Tracker) CommitPoint() (offset int64, ok bool) {
 	return t.lastSeen + 1, true
 }
 
+// AdvanceIdle moves the commit point from from to to when nothing is in flight and the
+// commit point still is from, and reports whether it did. The caller must know that no
+// record with an offset in [from, to) will ever be Added (they are transaction markers
+// or aborted records the consumer never delivers). Before the first Add, from is the
+// offset the partition's consumption started at, which the tracker cannot check.
+// Afterwards the tracker behaves as if to-1 was the last offset Added.
+func (t *Tracker) AdvanceIdle(from, to int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.head != t.tail || to <= from || (t.lastSeen >= 0 && t.lastSeen+1 != from) {
+		return false
+	}
+	t.lastSeen = to - 1
+	return true
+}
+
 // InFlight returns how many records wait for at least one ack.
 func (t *Tracker) InFlight() int {
 	t.mu.Lock()

@@ -274,3 +274,67 @@ func reverse(_ *rand.Rand, s []sent) {
 func shuffle(r *rand.Rand, s []sent) {
 	r.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
 }
+
+// TestAdvanceIdle checks that the commit point moves past offsets the consumer never
+// delivers only while nothing is in flight and the commit point is still where the
+// caller saw it.
+func TestAdvanceIdle(t *testing.T) {
+	tests := map[string]struct {
+		setup    func(tr *Tracker)
+		from, to int64
+		moved    bool
+		want     int64 // commit point afterwards; -1: none
+	}{
+		"idle at the marker": {
+			setup: func(tr *Tracker) { tr.Ack(tr.Add(9, 1)) },
+			from:  10, to: 11, moved: true, want: 11,
+		},
+		"before the first record, from the claim's start": {
+			setup: func(*Tracker) {},
+			from:  40, to: 42, moved: true, want: 42,
+		},
+		"a record in flight": {
+			setup: func(tr *Tracker) { tr.Add(9, 1) },
+			from:  9, to: 11, moved: false, want: 9,
+		},
+		"a record read since the caller looked": {
+			setup: func(tr *Tracker) { tr.Ack(tr.Add(10, 1)) },
+			from:  10, to: 12, moved: false, want: 11,
+		},
+		"filtered record, idle": {
+			setup: func(tr *Tracker) { tr.Add(4, 0) },
+			from:  5, to: 7, moved: true, want: 7,
+		},
+		"nothing to pass": {
+			setup: func(tr *Tracker) { tr.Ack(tr.Add(9, 1)) },
+			from:  10, to: 10, moved: false, want: 10,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tr := New(8)
+			tc.setup(tr)
+			if got := tr.AdvanceIdle(tc.from, tc.to); got != tc.moved {
+				t.Fatalf("AdvanceIdle(%d, %d) = %v, want %v", tc.from, tc.to, got, tc.moved)
+			}
+			cp, ok := tr.CommitPoint()
+			if !ok {
+				cp = -1
+			}
+			if cp != tc.want {
+				t.Fatalf("commit point %d (ok=%v), want %d", cp, ok, tc.want)
+			}
+			// The next record after an advance is at or above the new commit point.
+			if tc.moved {
+				tk := tr.Add(tc.to, 1)
+				if cp, _ := tr.CommitPoint(); cp != tc.to {
+					t.Fatalf("commit point %d with record %d in flight, want %d", cp, tc.to, tc.to)
+				}
+				tr.Ack(tk)
+				if cp, _ := tr.CommitPoint(); cp != tc.to+1 {
+					t.Fatalf("commit point %d after its ack, want %d", cp, tc.to+1)
+				}
+			}
+		})
+	}
+}

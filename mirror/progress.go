@@ -1,0 +1,374 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-logr/logr"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+)
+
+// progressGroupSuffix names the target-side group after the source group it backs up:
+// its offsets are source offsets, which the suffix says, and the distinct name keeps it
+// apart from any group that really consumes the target (an active-active mirror's own
+// source group on this cluster, an application), whose offsets it would otherwise mix
+// with, or whose live members would refuse its commits.
+const progressGroupSuffix = ".source-offsets"
+
+// resumeLookupLimit bounds the offset look-ups of a session's Setup (source group and
+// target-side group), which run before any claim of the session starts.
+const resumeLookupLimit = 30 * time.Second
+
+// progressFlushLimit bounds the last write of the target-side progress when the engine
+// stops, so that a target that stopped answering does not hold the process.
+const progressFlushLimit = 10 * time.Second
+
+// ProgressGroup returns the name of the consumer group on the target cluster in which
+// the engine keeps its progress for the source group consumerGroup.
+func ProgressGroup(consumerGroup string) string { return consumerGroup + progressGroupSuffix }
+
+// progressMetadata is the commit metadata of a target-side entry. It names the source
+// partition whose offset the entry holds, so that an entry is used only for the
+// partition that wrote it.
+func progressMetadata(topic string, partition int32) string {
+	return fmt.Sprintf("kafka-mirror source offset of %s/%d", topic, partition)
+}
+
+// progressKeeper keeps the engine's progress on the target cluster too, so that a
+// source group whose offsets are gone does not make the engine start over. Kafka drops
+// a group's offsets once the group has been empty for offsets.retention.minutes (7
+// days by default): a mirror paused or crash-looping for longer would otherwise start
+// again from the oldest offset (a full re-mirror, every record twice) or, with a short
+// retention, skip what was deleted meanwhile without a word.
+//
+// The progress lives in a consumer group on the target cluster, ProgressGroup(source
+// group), written with plain OffsetCommit requests (generation -1, no members), rather
+// than in a compacted topic: a group needs no topic to create, size, compact and read
+// back from its start, Kafka keeps, replicates and expires it like any group, the
+// admin API reads it in one request, and `kafka-consumer-groups --describe` shows it.
+// The price: Kafka accepts a commit only for a partition that exists on the target and
+// that the principal may read, so an entry is keyed by the claim's target topic (the
+// renamed source topic, one-to-one with it) and the SOURCE partition number, and its
+// metadata names the source partition (progressMetadata). That key exists whenever
+// partitions are preserved, which the engine enforces, and with hash or round-robin
+// partitioning when the topic sync keeps partition counts equal; a partition the
+// target lacks is logged once and has no target-side progress. The entries' offsets
+// are source offsets, so this group's "lag" in tools means nothing.
+//
+// Invariants:
+//   - An entry is an offset below which every record was acked by the target (or
+//     dropped on purpose): it is written after the source commit of the same commit
+//     point, never ahead of what the target holds.
+//   - A source group offset that exists always wins, lower or higher: the target-side
+//     entry is read only for a partition the source group has no offset for.
+type progressKeeper struct {
+	group       string
+	sourceGroup string
+	initial     config.InitialOffset
+	targetName  func(sourceTopic string) string
+	sourceAdmin sarama.ClusterAdmin
+	targetAdmin sarama.ClusterAdmin
+	// target is the target admin's client: it finds the group's coordinator and sends
+	// the commits.
+	target sarama.Client
+	log    logr.Logger
+
+	mu      sync.Mutex
+	pending map[partitionKey]int64 // source partition -> next offset, not yet written
+	missing map[partitionKey]bool  // partitions the target has no key for, logged once
+	failing bool                   // the last write failed; logged once until it works again
+	wake    chan struct{}
+}
+
+func newProgressKeeper(e *Engine, sourceAdmin, targetAdmin sarama.ClusterAdmin, target sarama.Client) *progressKeeper {
+	return &progressKeeper{
+		group:       ProgressGroup(e.cfg.ConsumerGroup),
+		sourceGroup: e.cfg.ConsumerGroup,
+		initial:     e.cfg.InitialOffset,
+		targetName:  e.sel.TargetName,
+		sourceAdmin: sourceAdmin,
+		targetAdmin: targetAdmin,
+		target:      target,
+		log:         e.log.WithValues("progressGroup", ProgressGroup(e.cfg.ConsumerGroup)),
+		pending:     map[partitionKey]int64{},
+		missing:     map[partitionKey]bool{},
+		wake:        make(chan struct{}, 1),
+	}
+}
+
+// record queues the offsets just committed to the source group for the target.
+func (k *progressKeeper) record(marks map[partitionKey]int64) {
+	if len(marks) == 0 {
+		return
+	}
+	k.mu.Lock()
+	for tp, next := range marks {
+		if cur, ok := k.pending[tp]; !ok || next > cur {
+			k.pending[tp] = next
+		}
+	}
+	k.mu.Unlock()
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run writes queued progress until stop is closed, then writes what is left (the
+// streams' last commits) once and returns; after abort it returns without writing, as
+// a killed process would. A failed write is kept and retried with the next commit; it
+// never stops the mirror, whose source group still holds the progress.
+func (k *progressKeeper) run(stop, abort <-chan struct{}) {
+	for {
+		select {
+		case <-abort:
+			return
+		case <-k.wake:
+			k.flushAndLog()
+		case <-stop:
+			select {
+			case <-abort:
+			default:
+				k.flushAndLog()
+			}
+			return
+		}
+	}
+}
+
+func (k *progressKeeper) flushAndLog() {
+	err := k.flush()
+	k.mu.Lock()
+	wasFailing := k.failing
+	k.failing = err != nil
+	k.mu.Unlock()
+	switch {
+	case err != nil && !wasFailing:
+		k.log.Error(err, "Failed to write the progress to the target cluster; retrying with the next commit (the source group still holds it)")
+	case err == nil && wasFailing:
+		k.log.Info("Wrote the progress to the target cluster again")
+	}
+}
+
+// flush writes every queued offset in one OffsetCommit request and checks the answer
+// per partition. Offsets not confirmed are queued again unless a newer one came.
+func (k *progressKeeper) flush() error {
+	k.mu.Lock()
+	batch := k.pending
+	k.pending = make(map[partitionKey]int64, len(batch))
+	k.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	req := sarama.NewOffsetCommitRequest(k.target.Config(), k.group)
+	for tp, next := range batch {
+		req.AddBlockWithLeaderEpoch(k.targetName(tp.topic), tp.partition, next, -1, 0, progressMetadata(tp.topic, tp.partition))
+	}
+	coordinator, err := k.target.Coordinator(k.group)
+	if err != nil {
+		k.requeue(batch)
+		return fmt.Errorf("while finding the coordinator of group %q on the target cluster: %w", k.group, err)
+	}
+	resp, err := coordinator.CommitOffset(req)
+	if err != nil {
+		k.requeue(batch)
+		_ = k.target.RefreshCoordinator(k.group)
+		return fmt.Errorf("while committing to group %q on the target cluster: %w", k.group, err)
+	}
+	var errs []error
+	refresh := false
+	for tp, next := range batch {
+		target := k.targetName(tp.topic)
+		kerr := sarama.ErrIncompleteResponse
+		if ps, ok := resp.Errors[target]; ok {
+			if e, ok := ps[tp.partition]; ok {
+				kerr = e
+			}
+		}
+		switch {
+		case errors.Is(kerr, sarama.ErrNoError):
+		case errors.Is(kerr, sarama.ErrUnknownTopicOrPartition):
+			// The target has no such partition to key the entry by: say so once.
+			k.mu.Lock()
+			first := !k.missing[tp]
+			k.missing[tp] = true
+			k.mu.Unlock()
+			if first {
+				k.log.Info("Kept no target-side progress for a source partition: the target topic has no partition with its number",
+					"topic", tp.topic, "partition", tp.partition, "targetTopic", target)
+			}
+		default:
+			if errors.Is(kerr, sarama.ErrNotCoordinatorForConsumer) || errors.Is(kerr, sarama.ErrConsumerCoordinatorNotAvailable) ||
+				errors.Is(kerr, sarama.ErrOffsetsLoadInProgress) {
+				refresh = true
+			}
+			k.requeue(map[partitionKey]int64{tp: next})
+			errs = append(errs, fmt.Errorf("%s/%d: %w", target, tp.partition, kerr))
+		}
+	}
+	if refresh {
+		_ = k.target.RefreshCoordinator(k.group)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("while committing to group %q on the target cluster: %w", k.group, errors.Join(errs...))
+	}
+	return nil
+}
+
+func (k *progressKeeper) requeue(batch map[partitionKey]int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for tp, next := range batch {
+		if cur, ok := k.pending[tp]; !ok || next > cur {
+			k.pending[tp] = next
+		}
+	}
+}
+
+// resume runs in a session's Setup, before any claim starts consuming: for each
+// claimed partition the source group has no offset for, it moves the session's offset
+// to the target-side progress when there is one (sarama then starts the claim there
+// and the next commit writes it back to the source group), and otherwise logs that the
+// partition starts at initialOffset. It returns the partitions resumed from the target.
+// A partition with a source group offset is left alone: that offset always wins.
+//
+// When either group cannot be read for a passing reason (coordinator moving or
+// unreachable, no answer within resumeLookupLimit), resume returns an error rather
+// than guess (a guess would re-mirror from the oldest offset, or skip records with
+// latest): the session ends and the stream joins again after its backoff. When the
+// principal may not read the target-side group, waiting cannot help: resume logs how
+// to grant it and goes on as if there were no target-side progress. The look-ups end
+// with the session.
+func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, log logr.Logger) ([]partitionKey, error) {
+	if k == nil {
+		return nil, nil
+	}
+	type found struct {
+		none []partitionKey
+		tgt  *sarama.OffsetFetchResponse
+		err  error
+	}
+	done := make(chan found, 1)
+	go func() {
+		none, tgt, err := k.lookup(sess.Claims())
+		done <- found{none, tgt, err}
+	}()
+	var f found
+	select {
+	case f = <-done:
+	case <-sess.Context().Done():
+		return nil, sess.Context().Err()
+	case <-time.After(resumeLookupLimit):
+		f.err = fmt.Errorf("no answer within %v", resumeLookupLimit)
+	}
+	if f.err != nil {
+		return nil, fmt.Errorf("while reading the offsets of source group %q and target-side group %q: %w", k.sourceGroup, k.group, f.err)
+	}
+	var resumed []partitionKey
+	for _, tp := range f.none {
+		if b := blockOf(f.tgt, k.targetName(tp.topic), tp.partition); b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 &&
+			b.Metadata == progressMetadata(tp.topic, tp.partition) {
+			sess.MarkOffset(tp.topic, tp.partition, b.Offset, "")
+			resumed = append(resumed, tp)
+			log.Info("Resumed from the target-side progress: the source group has no offset for this partition (expired or deleted)",
+				"topic", tp.topic, "partition", tp.partition, "offset", b.Offset, "group", k.sourceGroup, "progressGroup", k.group)
+			continue
+		}
+		log.Info("Started partition at initialOffset: neither the source group nor the target-side progress has an offset for it",
+			"topic", tp.topic, "partition", tp.partition, "initialOffset", k.initial, "group", k.sourceGroup, "progressGroup", k.group)
+	}
+	return resumed, nil
+}
+
+// lookup returns the claimed partitions the source group has no offset for and, when
+// there are any, the target-side group's offsets of them.
+func (k *progressKeeper) lookup(claims map[string][]int32) ([]partitionKey, *sarama.OffsetFetchResponse, error) {
+	src, err := listOffsets(k.sourceAdmin, k.sourceGroup, claims)
+	if err != nil {
+		return nil, nil, err
+	}
+	var none []partitionKey
+	ask := map[string][]int32{}
+	for topic, parts := range claims {
+		for _, p := range parts {
+			if b := blockOf(src, topic, p); b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 {
+				continue
+			}
+			none = append(none, partitionKey{topic, p})
+			ask[k.targetName(topic)] = append(ask[k.targetName(topic)], p)
+		}
+	}
+	if len(none) == 0 {
+		return nil, nil, nil
+	}
+	sort.Slice(none, func(i, j int) bool {
+		if none[i].topic != none[j].topic {
+			return none[i].topic < none[j].topic
+		}
+		return none[i].partition < none[j].partition
+	})
+	tgt, err := listOffsets(k.targetAdmin, k.group, ask)
+	if errors.Is(err, sarama.ErrGroupAuthorizationFailed) || errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+		k.log.Error(err, "Cannot read the target-side progress: grant the mirror's target principal Read on this group and Read and Describe on the target topics; partitions without a source group offset start at initialOffset",
+			"initialOffset", k.initial)
+		return none, nil, nil
+	}
+	return none, tgt, err
+}
+
+// blockOf is resp's answer for one partition, nil when there is none.
+func blockOf(resp *sarama.OffsetFetchResponse, topic string, partition int32) *sarama.OffsetFetchResponseBlock {
+	if resp == nil {
+		return nil
+	}
+	return resp.GetBlock(topic, partition)
+}
+
+// listOffsets reads a group's committed offsets of partitions. A group that does not
+// exist has none: its response is nil, without an error (the source group right after
+// its offsets expired and before this member joined, the target-side group before the
+// first commit).
+func listOffsets(admin sarama.ClusterAdmin, group string, partitions map[string][]int32) (*sarama.OffsetFetchResponse, error) {
+	resp, err := admin.ListConsumerGroupOffsets(group, partitions)
+	if errors.Is(err, sarama.ErrGroupIDNotFound) {
+		return nil, nil
+	}
+	return resp, err
+}
+
+// progressCommitter commits to the source group first and then hands the commit points
+// the source coordinator confirmed to the progress keeper, so that the target-side
+// progress never runs ahead of the source commit of the same acked point.
+type progressCommitter struct {
+	source offsetCommitter
+	k      *progressKeeper
+}
+
+func newProgressCommitter(source offsetCommitter, k *progressKeeper) offsetCommitter {
+	if k == nil {
+		return source
+	}
+	return &progressCommitter{source: source, k: k}
+}
+
+// Commit commits to the source group, then queues the confirmed offsets for the target.
+func (p *progressCommitter) Commit(offs []commitOffset) error {
+	if err := p.source.Commit(offs); err != nil {
+		return err
+	}
+	confirmed := make(map[partitionKey]int64, len(offs))
+	for _, o := range offs {
+		if o.err == nil {
+			confirmed[partitionKey{o.topic, o.partition}] = o.next
+		}
+	}
+	if len(confirmed) > 0 {
+		p.k.record(confirmed)
+	}
+	return nil
+}
