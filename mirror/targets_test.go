@@ -220,7 +220,7 @@ func TestLeaderlessUnrelatedTopicDoesNotDelayStart(t *testing.T) {
 	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.DeliveryTimeout.Duration = deliveryTimeout })
 	start := time.Now()
 	r := startEngine(t, cfg, testLogger(t))
-	waitFor(t, deliveryTimeout/3, "the first records mirrored", func() bool { return r.e.Stats().Records > 0 })
+	testutil.WaitFor(t, deliveryTimeout/3, "the first records mirrored", func() bool { return r.e.Stats().Records > 0 })
 	first := time.Since(start)
 	got := readTarget(t, c.target, testTopic, w.total(), time.Second, deliveryTimeout/3)
 	if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
