@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/kafka-mirror/kafka-mirror-operator/mirror/demo"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/demo"
 )
 
 // demoOptions are the flags of `kafka-mirror demo`.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafka-mirror/kafka-mirror-operator/mirror/audit"
-	"github.com/kafka-mirror/kafka-mirror-operator/mirror/demo"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/demo"
 )
 
 // actAsKafkaMirror makes this test binary behave as the kafka-mirror binary. The demo

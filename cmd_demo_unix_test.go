@@ -3,17 +3,17 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 // TestDemoInterrupt checks that Ctrl-C stops the demo cleanly: the engine is stopped,
@@ -24,7 +24,7 @@ func TestDemoInterrupt(t *testing.T) {
 	}
 	cmd := kafkaMirror("demo", "--records", "100000", "--rate", "1000")
 	cmd.Env = append(cmd.Env, "TMPDIR="+t.TempDir())
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the demo: %v", err)
@@ -64,22 +64,4 @@ func TestDemoInterrupt(t *testing.T) {
 		_ = syscall.Kill(enginePID, syscall.SIGKILL)
 		t.Errorf("the engine (pid %d) still runs after the demo stopped (kill -0: %v)", enginePID, err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe to read while a child process writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -77,7 +78,7 @@ func waitCondition(t *testing.T, ns, name, typ string, status metav1.ConditionSt
 	t.Helper()
 	var m *v1alpha1.KafkaMirror
 	var c *metav1.Condition
-	eventually(t, 90*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		var err error
 		if m, c, err = mirrorCondition(ns, name, typ); err != nil {
 			return err
@@ -94,7 +95,7 @@ func waitCondition(t *testing.T, ns, name, typ string, status metav1.ConditionSt
 // every wanted replica is up to date, ready and available.
 func markDeploymentReady(t *testing.T, ns, name string) {
 	t.Helper()
-	eventually(t, 90*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		d := &appsv1.Deployment{}
 		if err := get(d, ns, name); err != nil {
 			return err
@@ -117,7 +118,7 @@ func TestMirrorLifecycle(t *testing.T) {
 
 	// The children exist with the right content.
 	d, cm, svc := &appsv1.Deployment{}, &corev1.ConfigMap{}, &corev1.Service{}
-	eventually(t, 90*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		for obj, n := range map[client.Object]string{d: "basic-mirror", cm: "basic-mirror-config", svc: "basic-mirror-metrics"} {
 			if err := get(obj, ns, n); err != nil {
 				return err
@@ -145,7 +146,7 @@ func TestMirrorLifecycle(t *testing.T) {
 	expect(t, "syncTopics", cfg.SyncTopicsEnabled(), false)
 
 	// Target topics are created with the source's partition counts, and only matching ones.
-	eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		got, err := partitions(tgt)
 		if err != nil {
 			return err
@@ -190,14 +191,14 @@ func TestMirrorLifecycle(t *testing.T) {
 		if err := src.CreatePartitions("basic.a", 6, nil, false); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, testSyncInterval+3*time.Second, func() error {
+		testutil.Eventually(t, testSyncInterval+3*time.Second, func() error {
 			got, err := partitions(tgt)
 			if err != nil || got["basic.a"] != 6 {
 				return fmt.Errorf("target basic.a has %d partitions (err %v), want 6", got["basic.a"], err)
 			}
 			return nil
 		})
-		eventually(t, 90*time.Second, func() error {
+		testutil.Eventually(t, 90*time.Second, func() error {
 			m := &v1alpha1.KafkaMirror{}
 			if err := get(m, ns, name); err != nil {
 				return err
@@ -211,7 +212,7 @@ func TestMirrorLifecycle(t *testing.T) {
 
 	t.Run("a new matching topic appears on the target", func(t *testing.T) {
 		createTopic(t, src, "basic.c", 4)
-		eventually(t, testSyncInterval+3*time.Second, func() error {
+		testutil.Eventually(t, testSyncInterval+3*time.Second, func() error {
 			got, err := partitions(tgt)
 			if err != nil || got["basic.c"] != 4 {
 				return fmt.Errorf("target basic.c has %d partitions (err %v), want 4", got["basic.c"], err)
@@ -236,7 +237,7 @@ func TestMirrorLifecycle(t *testing.T) {
 	})
 
 	t.Run("an edited Deployment is restored", func(t *testing.T) {
-		eventually(t, 90*time.Second, func() error {
+		testutil.Eventually(t, 90*time.Second, func() error {
 			d := &appsv1.Deployment{}
 			if err := get(d, ns, "basic-mirror"); err != nil {
 				return err
@@ -245,7 +246,7 @@ func TestMirrorLifecycle(t *testing.T) {
 			d.Spec.Replicas = ptr.To[int32](7)
 			return env.client.Update(context.Background(), d)
 		})
-		eventually(t, 45*time.Second, func() error {
+		testutil.Eventually(t, 45*time.Second, func() error {
 			d := &appsv1.Deployment{}
 			if err := get(d, ns, "basic-mirror"); err != nil {
 				return err
@@ -266,7 +267,7 @@ func TestMirrorLifecycle(t *testing.T) {
 			if err := env.client.Delete(context.Background(), obj); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 45*time.Second, func() error {
+			testutil.Eventually(t, 45*time.Second, func() error {
 				if err := get(obj, ns, n); err != nil {
 					return err
 				}
@@ -285,7 +286,7 @@ func TestMirrorLifecycle(t *testing.T) {
 		if err := env.client.Delete(context.Background(), m); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 90*time.Second, func() error {
+		testutil.Eventually(t, 90*time.Second, func() error {
 			if err := get(m, ns, name); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("still there (err %v)", err)
 			}
@@ -358,7 +359,7 @@ func TestScaleAndPause(t *testing.T) {
 	if err := env.client.SubResource("scale").Update(context.Background(), m, client.WithSubResourceBody(scale)); err != nil {
 		t.Fatalf("scaling: %v", err)
 	}
-	eventually(t, 45*time.Second, func() error {
+	testutil.Eventually(t, 45*time.Second, func() error {
 		d, pdb := &appsv1.Deployment{}, &policyv1.PodDisruptionBudget{}
 		if err := get(d, ns, "scaled-mirror"); err != nil {
 			return err
@@ -368,7 +369,7 @@ func TestScaleAndPause(t *testing.T) {
 		}
 		return get(pdb, ns, "scaled-mirror")
 	})
-	eventually(t, 90*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		scale := &autoscalingv1.Scale{}
 		if err := env.client.SubResource("scale").Get(context.Background(), m, scale); err != nil {
 			return err
@@ -388,7 +389,7 @@ func TestScaleAndPause(t *testing.T) {
 	if err := env.client.Delete(context.Background(), pdb); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 45*time.Second, func() error {
+	testutil.Eventually(t, 45*time.Second, func() error {
 		if err := get(pdb, ns, "scaled-mirror"); err != nil {
 			return err
 		}
@@ -399,7 +400,7 @@ func TestScaleAndPause(t *testing.T) {
 	})
 
 	// Paused: scaled to 0, no budget, not Ready.
-	eventually(t, 90*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		if err := get(m, ns, name); err != nil {
 			return err
 		}
@@ -407,7 +408,7 @@ func TestScaleAndPause(t *testing.T) {
 		return env.client.Update(context.Background(), m)
 	})
 	waitCondition(t, ns, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPaused)
-	eventually(t, 45*time.Second, func() error {
+	testutil.Eventually(t, 45*time.Second, func() error {
 		d := &appsv1.Deployment{}
 		if err := get(d, ns, "scaled-mirror"); err != nil {
 			return err
@@ -457,7 +458,7 @@ func TestSecretsAndCredentials(t *testing.T) {
 	if err := env.client.Update(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 45*time.Second, func() error {
+	testutil.Eventually(t, 45*time.Second, func() error {
 		if err := get(d, ns, "secure-mirror"); err != nil {
 			return err
 		}
@@ -504,7 +505,7 @@ func TestSecretsAndCredentials(t *testing.T) {
 
 	t.Run("credentials never appear in ConfigMaps, status, events or logs", func(t *testing.T) {
 		var events eventsv1.EventList
-		eventually(t, 45*time.Second, func() error {
+		testutil.Eventually(t, 45*time.Second, func() error {
 			if err := env.client.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
 				return err
 			}
@@ -620,7 +621,7 @@ func TestInvalidSpecStalls(t *testing.T) {
 	t.Run("fixing the spec clears Stalled", func(t *testing.T) {
 		create(t, testMirror(ns, "fixed", `invalid(`))
 		waitCondition(t, ns, "fixed", v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec)
-		eventually(t, 90*time.Second, func() error {
+		testutil.Eventually(t, 90*time.Second, func() error {
 			m := &v1alpha1.KafkaMirror{}
 			if err := get(m, ns, "fixed"); err != nil {
 				return err
@@ -629,7 +630,7 @@ func TestInvalidSpecStalls(t *testing.T) {
 			return env.client.Update(context.Background(), m)
 		})
 		waitCondition(t, ns, "fixed", v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonReconciled)
-		eventually(t, 90*time.Second, func() error { return get(&appsv1.Deployment{}, ns, "fixed-mirror") })
+		testutil.Eventually(t, 90*time.Second, func() error { return get(&appsv1.Deployment{}, ns, "fixed-mirror") })
 	})
 }
 

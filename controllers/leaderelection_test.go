@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 // operatorIdentity binds the roles in config/rbac (the generated ClusterRole and the
@@ -63,7 +64,7 @@ func operatorIdentity(t *testing.T, ns string) *rest.Config {
 	} {
 		create(t, obj)
 	}
-	eventually(t, 90*time.Second, func() error { return as.List(ctx, &v1alpha1.KafkaMirrorList{}) })
+	testutil.Eventually(t, 90*time.Second, func() error { return as.List(ctx, &v1alpha1.KafkaMirrorList{}) })
 	return cfg
 }
 
@@ -127,7 +128,7 @@ func TestLeaderElection(t *testing.T) {
 	cfg := operatorIdentity(t, ns)
 
 	first := startManager(t, cfg, ns)
-	eventually(t, 45*time.Second, func() error {
+	testutil.Eventually(t, 45*time.Second, func() error {
 		if !first.elected() {
 			return fmt.Errorf("the first manager is not the leader yet")
 		}
@@ -136,7 +137,7 @@ func TestLeaderElection(t *testing.T) {
 	second := startManager(t, cfg, ns)
 
 	create(t, testMirror(ns, "le-one", `le\..*`))
-	eventually(t, 60*time.Second, func() error { return get(&appsv1.Deployment{}, ns, "le-one-mirror") })
+	testutil.Eventually(t, 60*time.Second, func() error { return get(&appsv1.Deployment{}, ns, "le-one-mirror") })
 	waitCondition(t, ns, "le-one", v1alpha1.ConditionTopicsSynced, metav1.ConditionTrue, v1alpha1.ReasonNoTopicsSelected)
 	if second.elected() {
 		t.Fatal("both managers are leaders")
@@ -148,7 +149,7 @@ func TestLeaderElection(t *testing.T) {
 	firstHolder := *lease.Spec.HolderIdentity
 
 	first.stop()
-	eventually(t, 90*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		if !second.elected() {
 			return fmt.Errorf("the second manager has not taken over")
 		}
@@ -160,7 +161,7 @@ func TestLeaderElection(t *testing.T) {
 
 	// The new leader reconciles: new KafkaMirrors and deleted children.
 	create(t, testMirror(ns, "le-two", `le\..*`))
-	eventually(t, 60*time.Second, func() error { return get(&appsv1.Deployment{}, ns, "le-two-mirror") })
+	testutil.Eventually(t, 60*time.Second, func() error { return get(&appsv1.Deployment{}, ns, "le-two-mirror") })
 	d := &appsv1.Deployment{}
 	if err := get(d, ns, "le-one-mirror"); err != nil {
 		t.Fatal(err)
@@ -169,7 +170,7 @@ func TestLeaderElection(t *testing.T) {
 	if err := env.client.Delete(context.Background(), d); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		if err := get(d, ns, "le-one-mirror"); err != nil {
 			return err
 		}

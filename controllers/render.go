@@ -5,6 +5,7 @@ import (
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
 
 // RenderConfig renders the engine config (mirror.yaml) of a KafkaMirror, with defaults
@@ -18,8 +19,8 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 	c := &config.Config{
 		APIVersion:    config.APIVersion,
 		Kind:          config.Kind,
-		Source:        renderCluster(roleSource, &s.Source),
-		Target:        renderCluster(roleTarget, &s.Target),
+		Source:        renderCluster(kafka.RoleSource, &s.Source),
+		Target:        renderCluster(kafka.RoleTarget, &s.Target),
 		ConsumerGroup: ConsumerGroup(m),
 		Topics: config.Topics{
 			Include: s.Topics.Include,

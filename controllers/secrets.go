@@ -13,12 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
 
 const (
-	roleSource = "source"
-	roleTarget = "target"
-
 	// File names inside a secret volume; the Secret keys they come from are chosen by
 	// the user (with these defaults) or fixed by the Secret type (tls.crt, tls.key).
 	passwordFile = "password"
@@ -49,7 +47,7 @@ func secretVolumes(m *v1alpha1.KafkaMirror) []secretVolume {
 	for _, c := range []struct {
 		role string
 		cl   *v1alpha1.ClusterSpec
-	}{{roleSource, &m.Spec.Source}, {roleTarget, &m.Spec.Target}} {
+	}{{kafka.RoleSource, &m.Spec.Source}, {kafka.RoleTarget, &m.Spec.Target}} {
 		if s := c.cl.SASL; s != nil && s.PasswordSecretRef != nil {
 			out = append(out, secretVolume{name: c.role + "-sasl", secret: s.PasswordSecretRef.Name,
 				field: "spec." + c.role + ".sasl.passwordSecretRef",

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
@@ -93,7 +94,7 @@ func topicsCondition(obs *observation) (metav1.ConditionStatus, string, string) 
 		return metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound, obs.secretErr.Error()
 	case !obs.topicsRan:
 		return metav1.ConditionUnknown, v1alpha1.ReasonProgressing, "the topics have not been synced yet"
-	case obs.topics.err != nil && obs.topics.role == roleTarget:
+	case obs.topics.err != nil && obs.topics.role == kafka.RoleTarget:
 		return metav1.ConditionFalse, v1alpha1.ReasonTargetUnreachable, obs.topics.err.Error()
 	case obs.topics.err != nil:
 		return metav1.ConditionFalse, v1alpha1.ReasonSourceUnreachable, obs.topics.err.Error()

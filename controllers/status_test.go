@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
@@ -67,13 +69,13 @@ func TestComputeStatus(t *testing.T) {
 		},
 		"source unreachable": {
 			mirror:  newMirror(),
-			obs:     observation{topics: topicSyncResult{err: errors.New("connection refused"), role: roleSource}, topicsRan: true, deployment: readyDeployment(1)},
+			obs:     observation{topics: topicSyncResult{err: errors.New("connection refused"), role: kafka.RoleSource}, topicsRan: true, deployment: readyDeployment(1)},
 			want:    want{"False/TopicsNotSynced", "False/SourceUnreachable", "True/Progressing", "False/Reconciled"},
 			message: "connection refused",
 		},
 		"target unreachable": {
 			mirror: newMirror(),
-			obs:    observation{topics: topicSyncResult{err: errors.New("timeout"), role: roleTarget}, topicsRan: true, deployment: readyDeployment(1)},
+			obs:    observation{topics: topicSyncResult{err: errors.New("timeout"), role: kafka.RoleTarget}, topicsRan: true, deployment: readyDeployment(1)},
 			want:   want{"False/TopicsNotSynced", "False/TargetUnreachable", "True/Progressing", "False/Reconciled"},
 		},
 		"secret missing": {
@@ -155,4 +157,37 @@ func TestTopicsStatusCapsItems(t *testing.T) {
 	st := topicsStatus(syncedTopics(states...))
 	expect(t, "items", len(st.Items), v1alpha1.MaxTopicStatuses)
 	expect(t, "counts", [2]int32{st.Selected, st.InSync}, [2]int32{int32(len(states)), int32(len(states))})
+}
+
+// TestSyncErrorRole checks that a Sync error is put on the cluster its type names,
+// however it is wrapped and whatever its message says.
+func TestSyncErrorRole(t *testing.T) {
+	tests := map[string]struct {
+		err  error
+		want string
+	}{
+		"target listing failed": {
+			err:  &topics.ClusterError{Role: kafka.RoleTarget, Err: errors.New("while listing target topics: EOF")},
+			want: kafka.RoleTarget,
+		},
+		"source listing failed": {
+			err:  &topics.ClusterError{Role: kafka.RoleSource, Err: errors.New("while listing source topics: EOF")},
+			want: kafka.RoleSource,
+		},
+		"wrapped, message naming the other cluster": {
+			err:  fmt.Errorf("while syncing: %w", &topics.ClusterError{Role: kafka.RoleSource, Err: errors.New("source lost its target topic list")}),
+			want: kafka.RoleSource,
+		},
+		"untyped error mentioning a target topic": {
+			err:  errors.New("while syncing topics: context canceled (target topic orders)"),
+			want: kafka.RoleSource,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := syncErrorRole(tc.err); got != tc.want {
+				t.Errorf("syncErrorRole(%v) = %q, want %q", tc.err, got, tc.want)
+			}
+		})
+	}
 }

@@ -1,15 +1,12 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/go-logr/logr"
@@ -24,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
@@ -42,7 +40,7 @@ var env struct {
 	secure *kfake.Cluster
 
 	// logs holds everything the manager logged, to prove no credential is logged.
-	logs *syncBuffer
+	logs *testutil.SyncBuffer
 }
 
 const (
@@ -98,7 +96,7 @@ func runSuite(m *testing.M) (int, error) {
 	}
 	defer env.secure.Close()
 
-	env.logs = &syncBuffer{}
+	env.logs = &testutil.SyncBuffer{}
 	log := newTestLogger(env.logs)
 	ctrl.SetLogger(log)
 
@@ -146,47 +144,13 @@ func requireEnv(t *testing.T) {
 }
 
 // newTestLogger logs JSON into buf, and to stderr too under `go test -v`.
-func newTestLogger(buf *syncBuffer) logr.Logger {
+func newTestLogger(buf *testutil.SyncBuffer) logr.Logger {
 	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
 	cores := []zapcore.Core{zapcore.NewCore(enc, zapcore.AddSync(buf), zapcore.DebugLevel)}
 	if testing.Verbose() {
 		cores = append(cores, zapcore.NewCore(enc, zapcore.Lock(os.Stderr), zapcore.InfoLevel))
 	}
 	return zapr.NewLogger(zap.New(zapcore.NewTee(cores...)))
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// eventually polls check until it returns nil or timeout passes, then fails with the
-// last error.
-func eventually(t *testing.T, timeout time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // kafkaAdmin connects a sarama admin to a kfake cluster (plain, or SASL for secure).

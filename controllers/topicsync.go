@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -23,7 +24,8 @@ const (
 )
 
 // topicSyncResult is what the topic sync step found. err is set when a cluster could
-// not be reached or listed at all; role then says which ("source" or "target").
+// not be reached or listed at all; role then says which (kafka.RoleSource or
+// kafka.RoleTarget).
 type topicSyncResult struct {
 	report topics.Report
 	dryRun bool
@@ -49,16 +51,16 @@ func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config
 	}
 	srcClient, srcAdmin, err := connect(cfg.Source, kafka.RoleSource, files)
 	if err != nil {
-		res.err, res.role = err, roleSource
+		res.err, res.role = err, kafka.RoleSource
 		return res
 	}
-	defer closeQuietly(log, srcAdmin, roleSource)
+	defer closeQuietly(log, srcAdmin, kafka.RoleSource)
 	_, tgtAdmin, err := connect(cfg.Target, kafka.RoleTarget, files)
 	if err != nil {
-		res.err, res.role = err, roleTarget
+		res.err, res.role = err, kafka.RoleTarget
 		return res
 	}
-	defer closeQuietly(log, tgtAdmin, roleTarget)
+	defer closeQuietly(log, tgtAdmin, kafka.RoleTarget)
 
 	syncer := topics.NewSyncer(srcAdmin, tgtAdmin, sel, topics.SyncOptions{
 		SyncConfigs: cfg.SyncTopicConfigs,
@@ -69,11 +71,7 @@ func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config
 	})
 	res.report, err = syncer.Sync(ctx)
 	if err != nil {
-		res.err, res.role = err, roleSource
-		// Sync names the cluster it could not list in its error.
-		if strings.Contains(err.Error(), "target topic") {
-			res.role = roleTarget
-		}
+		res.err, res.role = err, syncErrorRole(err)
 		return res
 	}
 
@@ -102,6 +100,17 @@ func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config
 		res.lag[t] = sum
 	}
 	return res
+}
+
+// syncErrorRole says which cluster a Sync error is about: the one a *topics.ClusterError
+// names; anything else (a context that ended) counts against the source, where the
+// sync starts.
+func syncErrorRole(err error) string {
+	var ce *topics.ClusterError
+	if errors.As(err, &ce) {
+		return ce.Role
+	}
+	return kafka.RoleSource
 }
 
 // connect opens a client and an admin (sharing the client's connections) to one

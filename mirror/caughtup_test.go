@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 // produceTransactions writes, per transaction, perPartition records to every partition of
@@ -81,7 +83,7 @@ func TestLagReachesZeroAfterTransactions(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, 20*time.Second, "the commit point at every partition's end offset and lag 0", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the commit point at every partition's end offset and lag 0", func() bool {
 		s := r.e.Stats()
 		if len(s.Partitions) != partitions || s.Lag != 0 {
 			return false
@@ -96,7 +98,7 @@ func TestLagReachesZeroAfterTransactions(t *testing.T) {
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	if off := committedOffsets(t, c.source, "mirror-test", partitions); off[0] != ends[0] || off[1] != ends[1] {
+	if off := testutil.CommittedOffsets(t, c.source.ListenAddrs(), "mirror-test", testTopic, partitions); off[0] != ends[0] || off[1] != ends[1] {
 		t.Fatalf("source group committed %v, want the end offsets %v", off, ends)
 	}
 	t.Logf("%d transactions (%d aborted) of %d records per partition: committed offsets %v = end offsets, lag 0",
@@ -140,7 +142,7 @@ func TestCommitPointStopsAtAnOpenTransaction(t *testing.T) {
 		}
 		return s.Partitions[0].Committed
 	}
-	waitFor(t, 20*time.Second, "the commit point past the first transaction's marker", func() bool { return committedAt() == lastStable })
+	testutil.WaitFor(t, 20*time.Second, "the commit point past the first transaction's marker", func() bool { return committedAt() == lastStable })
 	// Three more commit intervals: the commit point must not pass the open transaction.
 	time.Sleep(3 * cfg.OffsetCommitInterval.Duration)
 	if got := committedAt(); got != lastStable {
@@ -154,7 +156,7 @@ func TestCommitPointStopsAtAnOpenTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := 2 * (perTxn + 1)
-	waitFor(t, 20*time.Second, "the commit point at the end after the commit", func() bool { return committedAt() == int64(end) })
+	testutil.WaitFor(t, 20*time.Second, "the commit point at the end after the commit", func() bool { return committedAt() == int64(end) })
 	if got := readTarget(t, c.target, testTopic, 2*perTxn, time.Second, 20*time.Second); len(got[0]) != 2*perTxn {
 		t.Fatalf("target holds %d records after both transactions committed, want %d", len(got[0]), 2*perTxn)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -35,12 +36,12 @@ func TestCommitIsConfirmedAcrossACoordinatorBlip(t *testing.T) {
 			w.produce(t, c.source, perBatch)
 			cfg := c.testConfig(t, func(cfg *config.Config) { cfg.Streams = 1 })
 			r := startEngine(t, cfg, testLogger(t))
-			waitFor(t, 20*time.Second, "the first records committed", func() bool { return allCommitted(r.e.Stats(), partitions, perBatch) })
+			testutil.WaitFor(t, 20*time.Second, "the first records committed", func() bool { return allCommitted(r.e.Stats(), partitions, perBatch) })
 			commitsBefore := r.e.Stats().Commits
 
 			fault := c.source.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: cfg.ConsumerGroup, Err: code, Count: -1})
 			w.produce(t, c.source, perBatch)
-			waitFor(t, 20*time.Second, "the second records acked by the target", func() bool { return r.e.Stats().Records == 2*partitions*perBatch })
+			testutil.WaitFor(t, 20*time.Second, "the second records acked by the target", func() bool { return r.e.Stats().Records == 2*partitions*perBatch })
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if err := fault.Wait(ctx, 1); err != nil {
 				t.Fatalf("no offset commit reached the coordinator during the blip: %v", err)
@@ -59,7 +60,7 @@ func TestCommitIsConfirmedAcrossACoordinatorBlip(t *testing.T) {
 			if err := r.stop(t); err != nil {
 				t.Fatal(err)
 			}
-			committed := committedOffsets(t, c.source, cfg.ConsumerGroup, partitions)
+			committed := testutil.CommittedOffsets(t, c.source.ListenAddrs(), cfg.ConsumerGroup, testTopic, partitions)
 			stats := r.e.Stats()
 			t.Logf("%d commits refused during the blip; after the stop the group holds %v, the engine reports %d/%d",
 				hits, committed, stats.Partitions[0].Committed, stats.Partitions[1].Committed)
@@ -76,7 +77,7 @@ func TestCommitIsConfirmedAcrossACoordinatorBlip(t *testing.T) {
 			}
 
 			r2 := startEngine(t, cfg, testLogger(t))
-			waitFor(t, 20*time.Second, "the restarted engine ready", func() bool { return r2.e.Ready() == nil })
+			testutil.WaitFor(t, 20*time.Second, "the restarted engine ready", func() bool { return r2.e.Ready() == nil })
 			time.Sleep(5 * cfg.OffsetCommitInterval.Duration)
 			if err := r2.stop(t); err != nil {
 				t.Fatal(err)

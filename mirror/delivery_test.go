@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -127,7 +128,7 @@ func TestTargetFaultsAreRiddenOutInOrder(t *testing.T) {
 			w := newWorkload(partitions)
 			w.produce(t, c.source, 500)
 			r := startEngine(t, c.testConfig(t, func(cfg *config.Config) { cfg.MaxInFlightPerPartition = 200 }), testLogger(t))
-			waitFor(t, 60*time.Second, "4000 records mirrored", func() bool { return r.e.Stats().Records >= 4000 })
+			testutil.WaitFor(t, 60*time.Second, "4000 records mirrored", func() bool { return r.e.Stats().Records >= 4000 })
 
 			stop := w.background(t, c.source, 50, 20*time.Millisecond)
 			time.Sleep(300 * time.Millisecond)
@@ -171,7 +172,7 @@ func TestDeliveryTimeoutStopsPromptly(t *testing.T) {
 	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.DeliveryTimeout = config.Duration{Duration: deliveryTimeout} })
 	// The drain limit is far longer than the stop may take.
 	r := startEngine(t, cfg, testLogger(t), WithDrainTimeout(20*time.Second))
-	waitFor(t, 60*time.Second, "2000 records mirrored", func() bool { return r.e.Stats().Records >= 2000 })
+	testutil.WaitFor(t, 60*time.Second, "2000 records mirrored", func() bool { return r.e.Stats().Records >= 2000 })
 
 	f.setCut(true)
 	cut := time.Now()
@@ -202,7 +203,7 @@ func TestDeliveryTimeoutStopsPromptly(t *testing.T) {
 	}
 
 	// Nothing committed past what the target holds; the restart mirrors the rest.
-	committed := committedOffsets(t, c.source, "mirror-test", partitions)
+	committed := testutil.CommittedOffsets(t, c.source.ListenAddrs(), "mirror-test", testTopic, partitions)
 	f.setCut(false)
 	have := readTarget(t, c.target, testTopic, 0, time.Second, 20*time.Second)
 	for p := int32(0); p < partitions; p++ {
@@ -235,7 +236,7 @@ func TestStartRetriesWhileTargetUnreachable(t *testing.T) {
 	r := startEngine(t, cfg, testLogger(t))
 
 	var addr string
-	waitFor(t, 90*time.Second, "the HTTP endpoint", func() bool { addr = r.e.httpAddr(); return addr != "" })
+	testutil.WaitFor(t, 90*time.Second, "the HTTP endpoint", func() bool { addr = r.e.httpAddr(); return addr != "" })
 	time.Sleep(2500 * time.Millisecond) // at least two attempts
 	select {
 	case <-r.done:
@@ -255,7 +256,7 @@ func TestStartRetriesWhileTargetUnreachable(t *testing.T) {
 	if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 {
 		t.Fatalf("%d missing, %d duplicates after the target came back", res.missing, res.duplicates)
 	}
-	waitFor(t, 90*time.Second, "ready", func() bool { return r.e.Ready() == nil })
+	testutil.WaitFor(t, 90*time.Second, "ready", func() bool { return r.e.Ready() == nil })
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func TestStopWhileWaitingForTargetTopicDuringOutage(t *testing.T) {
 		cfg.DeliveryTimeout = config.Duration{Duration: deliveryTimeout}
 	})
 	r := startEngine(t, cfg, testLogger(t), WithDrainTimeout(drain))
-	waitFor(t, 60*time.Second, "the partition waiting for its target topic", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "the partition waiting for its target topic", func() bool {
 		s := r.e.Stats()
 		return len(s.Partitions) == 1 && s.Partitions[0].WaitingForTarget
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
 )
@@ -38,7 +39,7 @@ func waitBlocked(t *testing.T, r *runningEngine, atLeast int64) {
 	t.Helper()
 	var last int64 = -1
 	stableSince := time.Now()
-	waitFor(t, 60*time.Second, "records in flight, their count no longer growing", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "records in flight, their count no longer growing", func() bool {
 		n := r.e.Stats().InFlight
 		if n != last {
 			last, stableSince = n, time.Now()
@@ -88,7 +89,7 @@ func TestStopWithABlackHoledTargetIsBoundedByTheDrain(t *testing.T) {
 		cfg.DeliveryTimeout = config.Duration{Duration: 2 * time.Minute}
 	})
 	r := startEngine(t, cfg, testLogger(t), WithDrainTimeout(drain))
-	waitFor(t, 20*time.Second, "the first records mirrored and committed", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the first records mirrored and committed", func() bool {
 		s := r.e.Stats()
 		return len(s.Partitions) == partitions && s.Partitions[0].Committed == before
 	})
@@ -105,7 +106,7 @@ func TestStopWithABlackHoledTargetIsBoundedByTheDrain(t *testing.T) {
 	if took > ceiling {
 		t.Fatalf("Run returned %v after the stop, want at most %v (3 x (drain %v + commit %v))", took, ceiling, drain, commitAllowance)
 	}
-	committed := committedOffsets(t, c.source, cfg.ConsumerGroup, partitions)
+	committed := testutil.CommittedOffsets(t, c.source.ListenAddrs(), cfg.ConsumerGroup, testTopic, partitions)
 	if committed[0] != before {
 		t.Fatalf("committed %d after the stop, want %d: nothing after it was acked", committed[0], before)
 	}
@@ -115,7 +116,7 @@ func TestStopWithABlackHoledTargetIsBoundedByTheDrain(t *testing.T) {
 
 	heal()
 	r2 := startEngine(t, cfg, testLogger(t), WithDrainTimeout(drain))
-	waitFor(t, 60*time.Second, "the backlog mirrored and committed after the restart", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "the backlog mirrored and committed after the restart", func() bool {
 		s := r2.e.Stats()
 		return len(s.Partitions) == partitions && s.Partitions[0].Committed == int64(w.total())
 	})
@@ -153,8 +154,8 @@ func TestRebalanceWhileTheTargetHangsIsBoundedByTheDrain(t *testing.T) {
 	start := func() *runningEngine { return startEngine(t, cfg, testLogger(t), WithDrainTimeout(drain)) }
 	a, b := start(), start()
 	groupStable(t, c.source, cfg.ConsumerGroup, 2, 30*time.Second)
-	waitFor(t, 30*time.Second, "the first records mirrored and committed", func() bool {
-		committed := committedOffsets(t, c.source, cfg.ConsumerGroup, partitions)
+	testutil.WaitFor(t, 30*time.Second, "the first records mirrored and committed", func() bool {
+		committed := testutil.CommittedOffsets(t, c.source.ListenAddrs(), cfg.ConsumerGroup, testTopic, partitions)
 		for p := int32(0); p < partitions; p++ {
 			if committed[p] != before {
 				return false
@@ -191,7 +192,7 @@ func TestRebalanceWhileTheTargetHangsIsBoundedByTheDrain(t *testing.T) {
 		stopWithin(t, r, 3*(drain+commitAllowance)+rebalanceTimeout)
 	}
 	last := start()
-	waitFor(t, 90*time.Second, "everything mirrored and committed after the target healed", func() bool {
+	testutil.WaitFor(t, 90*time.Second, "everything mirrored and committed after the target healed", func() bool {
 		s := last.e.Stats()
 		if len(s.Partitions) != partitions {
 			return false

@@ -3,6 +3,8 @@ package mirror
 import (
 	"testing"
 	"time"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 // TestMirrorEndToEnd mirrors 100k records over 8 partitions, half written before the
@@ -23,7 +25,7 @@ func TestMirrorEndToEnd(t *testing.T) {
 	if res.records != 100_000 || res.missing != 0 || res.duplicates != 0 {
 		t.Fatalf("target holds %d records, %d missing, %d duplicates; want 100000, 0, 0", res.records, res.missing, res.duplicates)
 	}
-	waitFor(t, 90*time.Second, "every offset committed", func() bool {
+	testutil.WaitFor(t, 90*time.Second, "every offset committed", func() bool {
 		s := r.e.Stats()
 		for _, p := range s.Partitions {
 			if p.Committed != perPartition {
@@ -39,7 +41,7 @@ func TestMirrorEndToEnd(t *testing.T) {
 	if s.Records != 100_000 || s.InFlight != 0 || s.Lag != 0 {
 		t.Fatalf("stats: records %d, in flight %d, lag %d; want 100000, 0, 0", s.Records, s.InFlight, s.Lag)
 	}
-	committed := committedOffsets(t, c.source, "mirror-test", partitions)
+	committed := testutil.CommittedOffsets(t, c.source.ListenAddrs(), "mirror-test", testTopic, partitions)
 	for p := int32(0); p < partitions; p++ {
 		if committed[p] != perPartition {
 			t.Fatalf("partition %d committed %d, want %d", p, committed[p], perPartition)

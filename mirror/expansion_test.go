@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 // TestSourcePartitionExpansion adds partitions to the source topic while records flow.
@@ -18,7 +20,7 @@ func TestSourcePartitionExpansion(t *testing.T) {
 	w := newWorkload(before)
 	w.produce(t, c.source, 2000)
 	r := startEngine(t, c.testConfig(t), testLogger(t))
-	waitFor(t, 60*time.Second, "the first records mirrored", func() bool { return r.e.Stats().Records >= 4000 })
+	testutil.WaitFor(t, 60*time.Second, "the first records mirrored", func() bool { return r.e.Stats().Records >= 4000 })
 
 	sc := sarama.NewConfig()
 	sc.Version = sarama.V3_6_0_0

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 // TestProduceFailureStopsWithoutCommittingPastIt makes the target refuse one produce
@@ -74,7 +76,7 @@ func TestProduceFailureStopsWithoutCommittingPastIt(t *testing.T) {
 
 	// Every committed offset must be covered by records present on the target: per
 	// partition, the records below the committed offset all arrived.
-	committed := committedOffsets(t, c.source, "mirror-test", partitions)
+	committed := testutil.CommittedOffsets(t, c.source.ListenAddrs(), "mirror-test", testTopic, partitions)
 	before := readTarget(t, c.target, testTopic, 0, time.Second, 20*time.Second)
 	var committedTotal int64
 	for p := int32(0); p < partitions; p++ {
@@ -146,7 +148,7 @@ func TestTransientProduceErrorsAreRetried(t *testing.T) {
 	})
 
 	r := startEngine(t, c.testConfig(t), testLogger(t))
-	waitFor(t, 60*time.Second, "2000 records mirrored", func() bool { return r.e.Stats().Records >= 2000 })
+	testutil.WaitFor(t, 60*time.Second, "2000 records mirrored", func() bool { return r.e.Stats().Records >= 2000 })
 	armed.Store(true)
 	w.produce(t, c.source, 1000)
 	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)

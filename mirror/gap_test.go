@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 // TestCommittedOffsetOutOfRangeStops deletes source records the group has not mirrored
@@ -14,7 +16,7 @@ func TestCommittedOffsetOutOfRangeStops(t *testing.T) {
 	w := newWorkload(1)
 	w.produce(t, c.source, 1000)
 	first := startEngine(t, c.testConfig(t), testLogger(t))
-	waitFor(t, 60*time.Second, "1000 records committed", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "1000 records committed", func() bool {
 		s := first.e.Stats()
 		return len(s.Partitions) == 1 && s.Partitions[0].Committed == 1000
 	})
@@ -36,7 +38,7 @@ func TestCommittedOffsetOutOfRangeStops(t *testing.T) {
 			t.Fatalf("error %q does not contain %q", err, want)
 		}
 	}
-	if got := committedOffsets(t, c.source, "mirror-test", 1)[0]; got != 1000 {
+	if got := testutil.CommittedOffsets(t, c.source.ListenAddrs(), "mirror-test", testTopic, 1)[0]; got != 1000 {
 		t.Fatalf("committed offset moved to %d across the gap, want 1000", got)
 	}
 }

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/go-logr/logr/testr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
@@ -151,7 +151,7 @@ func TestHandlersEndToEnd(t *testing.T) {
 	if s.Filtered != partitions*perPartition/4 || s.Skipped != 0 || s.InFlight != 0 {
 		t.Fatalf("stats: filtered %d, skipped %d, in flight %d; want %d, 0, 0", s.Filtered, s.Skipped, s.InFlight, partitions*perPartition/4)
 	}
-	committed := groupOffsets(t, src, partitions)
+	committed := testutil.CommittedOffsets(t, src.ListenAddrs(), e2eGroup, e2eTopic, partitions)
 	for p := int32(0); p < partitions; p++ {
 		if committed[p] != perPartition {
 			t.Fatalf("the source group committed %d on partition %d, want %d", committed[p], p, perPartition)
@@ -243,33 +243,6 @@ func header(r *kgo.Record, key string) string {
 		}
 	}
 	return ""
-}
-
-// groupOffsets reads the mirror group's committed offsets from the source cluster.
-func groupOffsets(t testing.TB, cl *kfake.Cluster, partitions int32) map[int32]int64 {
-	t.Helper()
-	sc := sarama.NewConfig()
-	sc.Version = sarama.V3_6_0_0
-	admin, err := sarama.NewClusterAdmin(cl.ListenAddrs(), sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	parts := make([]int32, partitions)
-	for i := range parts {
-		parts[i] = int32(i)
-	}
-	resp, err := admin.ListConsumerGroupOffsets(e2eGroup, map[string][]int32{e2eTopic: parts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int32]int64{}
-	for _, p := range parts {
-		if b := resp.GetBlock(e2eTopic, p); b != nil {
-			out[p] = b.Offset
-		}
-	}
-	return out
 }
 
 // BenchmarkMirrorThroughput measures end-to-end records per second through the engine

@@ -419,45 +419,6 @@ func checkRecord(t *testing.T, want, got *kgo.Record) {
 	}
 }
 
-// waitFor polls cond every 50ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// committedOffsets reads the group's committed offsets from the source.
-func committedOffsets(t *testing.T, cl *kfake.Cluster, group string, partitions int32) map[int32]int64 {
-	t.Helper()
-	sc := sarama.NewConfig()
-	sc.Version = sarama.V3_6_0_0
-	admin, err := sarama.NewClusterAdmin(cl.ListenAddrs(), sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	parts := make([]int32, partitions)
-	for i := range parts {
-		parts[i] = int32(i)
-	}
-	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{testTopic: parts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int32]int64{}
-	for _, p := range parts {
-		if b := resp.GetBlock(testTopic, p); b != nil {
-			out[p] = b.Offset
-		}
-	}
-	return out
-}
-
 func testLogger(t *testing.T) logr.Logger {
 	return testr.NewWithOptions(t, testr.Options{Verbosity: 0})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
 )
@@ -34,7 +35,7 @@ func TestEngineRegistryMetrics(t *testing.T) {
 	c := newClusters(t, 2)
 	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.RebalanceListener = &config.PluginSpec{Name: "test-failing"} })
 	r := startEngine(t, cfg, testLogger(t))
-	waitFor(t, 60*time.Second, "ready", func() bool { return r.e.Ready() == nil })
+	testutil.WaitFor(t, 60*time.Second, "ready", func() bool { return r.e.Ready() == nil })
 
 	families, err := r.e.gatherer.Gather()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -88,7 +89,7 @@ func TestResumeFromTargetAfterSourceOffsetsExpired(t *testing.T) {
 	cfg := c.testConfig(t)
 
 	first := startEngine(t, cfg, testLogger(t).WithName("first"))
-	waitFor(t, 30*time.Second, "every partition committed at N", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "every partition committed at N", func() bool {
 		s := first.e.Stats()
 		done := 0
 		for _, p := range s.Partitions {
@@ -127,8 +128,8 @@ func TestResumeFromTargetAfterSourceOffsetsExpired(t *testing.T) {
 		t.Fatalf("after the source group's offsets were deleted: %d records on the target, %d missing, %d duplicates; want %d, 0, 0",
 			res.records, res.missing, res.duplicates, w.total())
 	}
-	waitFor(t, 20*time.Second, "the source group re-seeded at N+M", func() bool {
-		off := committedOffsets(t, c.source, cfg.ConsumerGroup, partitions)
+	testutil.WaitFor(t, 20*time.Second, "the source group re-seeded at N+M", func() bool {
+		off := testutil.CommittedOffsets(t, c.source.ListenAddrs(), cfg.ConsumerGroup, testTopic, partitions)
 		for p := int32(0); p < partitions; p++ {
 			if off[p] != n+m {
 				return false
@@ -184,7 +185,7 @@ func TestSourceGroupOffsetWinsOverTargetProgress(t *testing.T) {
 	w.produce(t, c.source, n)
 	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.Streams = 1 })
 	first := startEngine(t, cfg, testLogger(t))
-	waitFor(t, 30*time.Second, "everything committed", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "everything committed", func() bool {
 		s := first.e.Stats()
 		return len(s.Partitions) == partitions && s.Partitions[0].Committed == n && s.Partitions[1].Committed == n
 	})
@@ -207,7 +208,7 @@ func TestSourceGroupOffsetWinsOverTargetProgress(t *testing.T) {
 	om.Commit()
 	_ = pom.Close()
 	_ = om.Close()
-	if got := committedOffsets(t, c.source, cfg.ConsumerGroup, partitions); got[0] != rewind || got[1] != n {
+	if got := testutil.CommittedOffsets(t, c.source.ListenAddrs(), cfg.ConsumerGroup, testTopic, partitions); got[0] != rewind || got[1] != n {
 		t.Fatalf("source group offsets %v after the reset, want 0:%d 1:%d", got, rewind, n)
 	}
 
@@ -247,7 +248,7 @@ func TestInitialOffsetLatest(t *testing.T) {
 	})
 	logs, log := newLogLines(t)
 	r := startEngine(t, cfg, log)
-	waitFor(t, 30*time.Second, "both partitions assigned", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "both partitions assigned", func() bool {
 		s := r.e.Stats()
 		return s.Ready && len(s.Partitions) == partitions && s.Partitions[0].Assigned && s.Partitions[1].Assigned
 	})
@@ -302,7 +303,7 @@ func TestResumeWaitsForUnreadableTargetProgress(t *testing.T) {
 	w.produce(t, c.source, n)
 	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.Streams = 1 })
 	first := startEngine(t, cfg, testLogger(t))
-	waitFor(t, 30*time.Second, "everything committed", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "everything committed", func() bool {
 		s := first.e.Stats()
 		return len(s.Partitions) == partitions && s.Partitions[0].Committed == n && s.Partitions[1].Committed == n
 	})
@@ -318,7 +319,7 @@ func TestResumeWaitsForUnreadableTargetProgress(t *testing.T) {
 		Err: kerr.CoordinatorNotAvailable, Count: -1})
 	logs, log := newLogLines(t)
 	second := startEngine(t, cfg, log)
-	waitFor(t, 20*time.Second, "two failed look-ups of the target-side progress", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "two failed look-ups of the target-side progress", func() bool {
 		return logs.count("while reading the offsets of source group", "coordinator is not available") >= 2
 	})
 	if s := second.e.Stats(); s.Records != 0 || s.InFlight != 0 {

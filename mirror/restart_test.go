@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -20,7 +21,7 @@ func TestCleanStopAndRestart(t *testing.T) {
 
 	first := startEngine(t, cfg, testLogger(t))
 	stopProducing := w.background(t, c.source, 500, 20*time.Millisecond)
-	waitFor(t, 60*time.Second, "10k records mirrored", func() bool { return first.e.Stats().Records >= 10_000 })
+	testutil.WaitFor(t, 60*time.Second, "10k records mirrored", func() bool { return first.e.Stats().Records >= 10_000 })
 	if err := first.stop(t); err != nil {
 		t.Fatalf("Run after a clean stop = %v, want nil", err)
 	}
@@ -62,7 +63,7 @@ func TestAbruptStopAndRestart(t *testing.T) {
 
 	first := startEngine(t, c.testConfig(t), testLogger(t))
 	stopProducing := w.background(t, c.source, 500, 20*time.Millisecond)
-	waitFor(t, 60*time.Second, "30k records mirrored and 3 commits", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "30k records mirrored and 3 commits", func() bool {
 		s := first.e.Stats()
 		return s.Records >= 30_000 && s.Commits >= 3
 	})
@@ -118,10 +119,10 @@ func TestSecondEngineJoinsAndLeaves(t *testing.T) {
 
 	a := startEngine(t, c.testConfig(t), testLogger(t).WithName("a"))
 	stopProducing := w.background(t, c.source, 300, 20*time.Millisecond)
-	waitFor(t, 60*time.Second, "engine a mirroring", func() bool { return a.e.Stats().Records >= 5_000 })
+	testutil.WaitFor(t, 60*time.Second, "engine a mirroring", func() bool { return a.e.Stats().Records >= 5_000 })
 
 	b := startEngine(t, c.testConfig(t, func(cfg *config.Config) { cfg.Streams = 1 }), testLogger(t).WithName("b"))
-	waitFor(t, 90*time.Second, "engine b owning partitions and mirroring", func() bool {
+	testutil.WaitFor(t, 90*time.Second, "engine b owning partitions and mirroring", func() bool {
 		return b.e.Stats().Records >= 2_000
 	})
 	if err := b.stop(t); err != nil {
@@ -129,7 +130,7 @@ func TestSecondEngineJoinsAndLeaves(t *testing.T) {
 	}
 	bRecords := b.e.Stats().Records
 	aBefore := a.e.Stats().Records
-	waitFor(t, 90*time.Second, "engine a taking the partitions back", func() bool { return a.e.Stats().Records > aBefore+2_000 })
+	testutil.WaitFor(t, 90*time.Second, "engine a taking the partitions back", func() bool { return a.e.Stats().Records > aBefore+2_000 })
 	stopProducing()
 
 	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
@@ -160,13 +161,13 @@ func TestStatsOfAnAssignmentThatReadNothing(t *testing.T) {
 	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.Streams = 1 })
 
 	first := startEngine(t, cfg, testLogger(t))
-	waitFor(t, 60*time.Second, "everything mirrored", func() bool { return first.e.Stats().Records >= int64(w.total()) })
+	testutil.WaitFor(t, 60*time.Second, "everything mirrored", func() bool { return first.e.Stats().Records >= int64(w.total()) })
 	if err := first.stop(t); err != nil {
 		t.Fatal(err)
 	}
 
 	second := startEngine(t, cfg, testLogger(t))
-	waitFor(t, 60*time.Second, "both partitions assigned", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "both partitions assigned", func() bool {
 		n := 0
 		for _, p := range second.e.Stats().Partitions {
 			if p.Assigned {

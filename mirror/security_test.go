@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -82,7 +83,7 @@ func TestMirrorFromSASLSource(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 90*time.Second, "ready after the password was corrected", func() bool { return r.e.Ready() == nil })
+	testutil.WaitFor(t, 90*time.Second, "ready after the password was corrected", func() bool { return r.e.Ready() == nil })
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
 )
@@ -22,7 +23,7 @@ func TestStopIsBoundedWhenTheTargetHangs(t *testing.T) {
 	w.produce(t, c.source, 1000)
 	const drain = 2 * time.Second
 	r := startEngine(t, c.testConfig(t), testLogger(t), WithDrainTimeout(drain))
-	waitFor(t, 60*time.Second, "everything mirrored and committed", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "everything mirrored and committed", func() bool {
 		s := r.e.Stats()
 		return len(s.Partitions) == partitions && s.Partitions[0].Committed == 1000 && s.Partitions[1].Committed == 1000
 	})
@@ -33,7 +34,7 @@ func TestStopIsBoundedWhenTheTargetHangs(t *testing.T) {
 		return nil, nil, true
 	})
 	w.produce(t, c.source, 500)
-	waitFor(t, 60*time.Second, "records in flight", func() bool { return r.e.Stats().InFlight > 0 })
+	testutil.WaitFor(t, 60*time.Second, "records in flight", func() bool { return r.e.Stats().InFlight > 0 })
 
 	began := time.Now()
 	if err := r.stop(t); err != nil {
@@ -42,7 +43,7 @@ func TestStopIsBoundedWhenTheTargetHangs(t *testing.T) {
 	if took := time.Since(began); took > stopCeiling(drain) {
 		t.Fatalf("stopping took %v with a hanging target, want it bounded by the drain timeout %v (ceiling %v)", took, drain, stopCeiling(drain))
 	}
-	committed := committedOffsets(t, c.source, "mirror-test", partitions)
+	committed := testutil.CommittedOffsets(t, c.source.ListenAddrs(), "mirror-test", testTopic, partitions)
 	for p := int32(0); p < partitions; p++ {
 		if committed[p] != 1000 {
 			t.Fatalf("partition %d committed %d; want 1000 (nothing after it was acked)", p, committed[p])
@@ -109,7 +110,7 @@ func TestRebalanceListenerSeesDrainedPartitions(t *testing.T) {
 	testListener.engine = func() *Engine { return r.e }
 	testListener.mu.Unlock()
 	stop := w.background(t, c.source, 200, 20*time.Millisecond)
-	waitFor(t, 60*time.Second, "records flowing", func() bool { return r.e.Stats().Records >= 6000 })
+	testutil.WaitFor(t, 60*time.Second, "records flowing", func() bool { return r.e.Stats().Records >= 6000 })
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
@@ -142,9 +143,9 @@ func TestTargetLimitLoweredWhileMirroring(t *testing.T) {
 	slow := slowTarget(c.target, 50*time.Millisecond)
 
 	r := startEngine(t, c.testConfig(t, func(cfg *config.Config) { cfg.DeliveryTimeout.Duration = 30 * time.Second }), testLogger(t))
-	waitFor(t, 30*time.Second, "the first records mirrored", func() bool { return r.e.Stats().Records > 500 })
+	testutil.WaitFor(t, 30*time.Second, "the first records mirrored", func() bool { return r.e.Stats().Records > 500 })
 	alterTopic(t, c.target, testTopic, map[string]string{"max.message.bytes": "65536"})
-	waitFor(t, 30*time.Second, "a refused batch sent again", func() bool { return r.e.resent.Load() > 0 })
+	testutil.WaitFor(t, 30*time.Second, "a refused batch sent again", func() bool { return r.e.resent.Load() > 0 })
 	slow.delay.Store(0)
 	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 120*time.Second)
 	res := audit(t, w, got, true, false)
@@ -268,7 +269,7 @@ func TestRecordLargerThanTargetLimitStops(t *testing.T) {
 	}
 	// The records before it may still have been in flight at the stop, so the commit
 	// may stop below 50; it never passes it.
-	committed := committedOffsets(t, c.source, "mirror-test", 1)[0]
+	committed := testutil.CommittedOffsets(t, c.source.ListenAddrs(), "mirror-test", testTopic, 1)[0]
 	if committed > 50 {
 		t.Fatalf("committed offset %d passes the refused record at 50", committed)
 	}
@@ -338,7 +339,7 @@ func TestInFlightBytesStayWithinBudget(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, 60*time.Second, "everything committed", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "everything committed", func() bool {
 		s := r.e.Stats()
 		return len(s.Partitions) == partitions && s.Partitions[0].Committed == perPartition && s.Partitions[1].Committed == perPartition
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -43,7 +44,7 @@ func TestMissingTargetTopicWaits(t *testing.T) {
 	if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 {
 		t.Fatalf("the existing topic was not mirrored fully while the other waited: %+v", res)
 	}
-	waitFor(t, 90*time.Second, "payments partitions waiting", func() bool {
+	testutil.WaitFor(t, 90*time.Second, "payments partitions waiting", func() bool {
 		n := 0
 		for _, p := range r.e.Stats().Partitions {
 			if p.Topic == "payments" && p.WaitingForTarget {
@@ -86,7 +87,7 @@ func TestMetricsAndHealthEndpoints(t *testing.T) {
 	w.produce(t, c.source, 1000)
 	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.Metrics.Address = "127.0.0.1:0" })
 	r := startEngine(t, cfg, testLogger(t))
-	waitFor(t, 60*time.Second, "all records committed and every stream joined", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "all records committed and every stream joined", func() bool {
 		s := r.e.Stats()
 		return s.Ready && s.Records == 2000 && len(s.Partitions) == 2 && s.Partitions[0].Committed == 1000 && s.Partitions[1].Committed == 1000
 	})
@@ -142,7 +143,7 @@ func TestHandlerFilterCounts(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, 90*time.Second, "everything committed", func() bool {
+	testutil.WaitFor(t, 90*time.Second, "everything committed", func() bool {
 		s := r.e.Stats()
 		return len(s.Partitions) == 1 && s.Partitions[0].Committed == int64(recs)
 	})
@@ -219,7 +220,7 @@ func TestLeaderlessUnrelatedTopicDoesNotDelayStart(t *testing.T) {
 	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.DeliveryTimeout.Duration = deliveryTimeout })
 	start := time.Now()
 	r := startEngine(t, cfg, testLogger(t))
-	waitFor(t, deliveryTimeout/3, "the first records mirrored", func() bool { return r.e.Stats().Records > 0 })
+	testutil.WaitFor(t, deliveryTimeout/3, "the first records mirrored", func() bool { return r.e.Stats().Records > 0 })
 	first := time.Since(start)
 	got := readTarget(t, c.target, testTopic, w.total(), time.Second, deliveryTimeout/3)
 	if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 || res.records != w.total() {

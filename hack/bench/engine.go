@@ -2,26 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/IBM/sarama"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
@@ -72,53 +63,12 @@ func engineConfig(spec engineSpec, source, target []string, group, topic, metric
 	return c, nil
 }
 
-// engineProcess is the engine running as a child process: `kafka-mirror run --config`.
-// Running it apart from the clusters gives its own CPU time and peak RSS from the
-// kernel (rusage), which an in-process run could not separate from kfake's.
-type engineProcess struct {
-	cmd     *exec.Cmd
-	started time.Time
-	done    chan struct{}
-	waitErr error
-	logPath string
-	metrics string
-	// hwm is the highest VmHWM read so far, in bytes.
-	hwm atomic.Int64
-}
-
-// sampleRSS reads the process's peak resident set size (VmHWM) from /proc. rusage's
-// maxrss cannot be used: Go starts children with vfork semantics, so the kernel carries
-// the benchmark's own peak RSS (which holds the clusters' records) through exec into
-// the child's maxrss.
-func (p *engineProcess) sampleRSS() {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			f := strings.Fields(v)
-			if len(f) == 0 {
-				return
-			}
-			kb, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
-				return
-			}
-			for {
-				cur := p.hwm.Load()
-				if kb*1024 <= cur || p.hwm.CompareAndSwap(cur, kb*1024) {
-					return
-				}
-			}
-		}
-	}
-}
-
 // startEngine writes c to dir and starts `bin... run --config` on it, with its log in
-// dir and env added to its environment. bin is the command and its leading arguments (the profile pass re-runs the
-// benchmark binary with profile flags).
-func startEngine(bin, env []string, dir, name string, c *config.Config) (*engineProcess, error) {
+// dir and env added to its environment. bin is the command and its leading arguments
+// (the profile pass re-runs the benchmark binary with profile flags). Running the engine
+// apart from the clusters gives its own CPU time and peak RSS, which an in-process run
+// could not separate from kfake's.
+func startEngine(bin, env []string, dir, name string, c *config.Config) (*engineproc.Process, error) {
 	data, err := config.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("while rendering the %s engine config: %w", name, err)
@@ -127,28 +77,13 @@ func startEngine(bin, env []string, dir, name string, c *config.Config) (*engine
 	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
 		return nil, fmt.Errorf("while writing the %s engine config: %w", name, err)
 	}
-	logPath := filepath.Join(dir, name+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("while creating the %s engine log: %w", name, err)
-	}
 	args := append(append([]string{}, bin[1:]...), "run", "--config", cfgPath, "--log-format", "json", "--log-level", "info")
 	cmd := exec.Command(bin[0], args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), env...)
-	// Its own process group keeps a Ctrl-C on the benchmark from reaching the engine
-	// directly; Pdeathsig stops it if the benchmark dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
+	p, err := engineproc.Start(cmd, engineproc.Options{LogPath: filepath.Join(dir, name+".log")})
+	if err != nil {
 		return nil, fmt.Errorf("while starting the %s engine: %w", name, err)
 	}
-	p := &engineProcess{cmd: cmd, started: time.Now(), done: make(chan struct{}), logPath: logPath, metrics: c.Metrics.Address}
-	go func() {
-		p.waitErr = cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
 	return p, nil
 }
 
@@ -157,54 +92,26 @@ type usage struct {
 	// CPU is user plus system time.
 	CPU time.Duration
 	// MaxRSS is the peak resident set size in bytes, as last sampled before the stop
-	// signal (see sampleRSS).
+	// signal (see engineproc.Process.PeakRSS).
 	MaxRSS int64
 	// ExitErr is the process's exit error after the stop signal (nil for a clean exit).
 	ExitErr error
 }
 
-// stop sends sig (SIGTERM for a clean stop, SIGKILL when a drain would only cost time),
-// waits up to grace, kills the process after that, and returns its usage.
-func (p *engineProcess) stop(sig syscall.Signal, grace time.Duration) usage {
-	p.sampleRSS()
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-	u := usage{ExitErr: p.waitErr, MaxRSS: p.hwm.Load()}
+// stopEngine sends sig (SIGTERM for a clean stop, SIGKILL when a drain would only cost
+// time), kills the process if it is still running after grace, and returns its usage.
+func stopEngine(p *engineproc.Process, sig syscall.Signal, grace time.Duration) usage {
+	var err error
 	if sig == syscall.SIGKILL {
-		u.ExitErr = nil
+		_ = p.Kill()
+	} else {
+		err = p.Stop(grace)
 	}
-	// CPU times, unlike maxrss, start at zero in the child.
-	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	return u
+	return usage{ExitErr: err, MaxRSS: p.PeakRSS(), CPU: p.CPUTime()}
 }
 
-// logTail returns the last lines of the engine's log, for errors.
-func (p *engineProcess) logTail() string {
-	data, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > 15 {
-		lines = lines[len(lines)-15:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// errStopped is returned by waits that ended because the engine process exited.
-var errStopped = errors.New("the engine process exited")
-
-// exitedError describes an engine that ended before it was asked to.
-func (p *engineProcess) exitedError() error {
-	return fmt.Errorf("%w early (%v); last log lines of %s:\n%s", errStopped, p.waitErr, p.logPath, p.logTail())
-}
+// logTailLines is how many lines of an engine's log an error quotes.
+const logTailLines = 15
 
 // targetCounter reads how many records a target topic holds: the sum of its partitions'
 // end offsets. A fresh target per run makes that the number of records the engine wrote.
@@ -257,7 +164,7 @@ const pollInterval = 50 * time.Millisecond
 // waitForRecords polls the target until it holds want records, the engine exits, or ctx
 // ends. More than want records are duplicates unless partial. onHalf, if not nil, is
 // called once when the target holds half of them.
-func waitForRecords(ctx context.Context, p *engineProcess, t *targetCounter, want int64, partial bool, onHalf func()) (progress, error) {
+func waitForRecords(ctx context.Context, p *engineproc.Process, t *targetCounter, want int64, partial bool, onHalf func()) (progress, error) {
 	var pr progress
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
@@ -265,16 +172,15 @@ func waitForRecords(ctx context.Context, p *engineProcess, t *targetCounter, wan
 		select {
 		case <-ctx.Done():
 			return pr, ctx.Err()
-		case <-p.done:
-			return pr, p.exitedError()
+		case <-p.Done():
+			return pr, p.ExitedError()
 		case <-tick.C:
 		}
-		p.sampleRSS()
 		n, err := t.count()
 		if err != nil {
 			continue // the topic's leader may not be known yet; the next poll retries
 		}
-		now := time.Since(p.started)
+		now := time.Since(p.Started())
 		if n > 0 && pr.firstAt == 0 {
 			pr.firstAt, pr.firstCount = now, n
 		}
@@ -292,86 +198,12 @@ func waitForRecords(ctx context.Context, p *engineProcess, t *targetCounter, wan
 	}
 }
 
-// freeLoopbackAddress reserves a loopback port for an engine's metrics endpoint.
-func freeLoopbackAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("while reserving a port for the engine's metrics: %w", err)
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
-}
+// scrapeTimeout bounds one scrape of an engine's metrics.
+const scrapeTimeout = 2 * time.Second
 
 // scrape reads the engine's metrics endpoint.
-func scrape(ctx context.Context, address string) (map[string]*dto.MetricFamily, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+func scrape(ctx context.Context, address string) (engineproc.Metrics, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/plain")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("while scraping the engine's metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil, fmt.Errorf("while scraping the engine's metrics: HTTP %s", resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("while parsing the engine's metrics: %w", err)
-	}
-	return fams, nil
-}
-
-// sumGauge adds up a gauge or counter family over its labels.
-func sumGauge(f *dto.MetricFamily) float64 {
-	if f == nil {
-		return 0
-	}
-	var s float64
-	for _, m := range f.GetMetric() {
-		switch {
-		case m.Gauge != nil:
-			s += m.GetGauge().GetValue()
-		case m.Counter != nil:
-			s += m.GetCounter().GetValue()
-		case m.Untyped != nil:
-			s += m.GetUntyped().GetValue()
-		}
-	}
-	return s
-}
-
-// waitReady waits until the engine's /readyz answers 200, or gives up after d. Engines
-// without a readiness endpoint are simply waited for.
-func waitReady(ctx context.Context, p *engineProcess, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.done:
-			return p.exitedError()
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metrics+"/readyz", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			continue
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return nil
-		}
-	}
-	return errors.New("the engine did not become ready")
+	return engineproc.Scrape(ctx, nil, address)
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 )
 
 // largeTopic holds the large records of the large-record run.
@@ -56,7 +58,7 @@ func (b *bench) large(ctx context.Context) (largeResult, error) {
 	}
 	spec := engineSpec{name: "large", noDataLoss: true, streams: b.o.streams, maxInFlightBytes: b.o.largeInFlight}
 	err := b.withTarget(ctx, spec.name, b.o.throttle, largeTopic, func(target []string) error {
-		addr, err := freeLoopbackAddress()
+		addr, err := engineproc.FreeLoopbackAddress()
 		if err != nil {
 			return err
 		}
@@ -75,22 +77,21 @@ func (b *bench) large(ctx context.Context) (largeResult, error) {
 		for {
 			select {
 			case <-ctx.Done():
-				p.stop(syscall.SIGKILL, 5*time.Second)
+				stopEngine(p, syscall.SIGKILL, 5*time.Second)
 				return ctx.Err()
-			case <-p.done:
-				return p.exitedError()
+			case <-p.Done():
+				return p.ExitedError()
 			case <-end:
 				// A drain against the throttled target would only cost time: kill it.
-				res.MaxRSS = p.stop(syscall.SIGKILL, 5*time.Second).MaxRSS
+				res.MaxRSS = stopEngine(p, syscall.SIGKILL, 5*time.Second).MaxRSS
 				return nil
 			case <-tick.C:
-				p.sampleRSS()
 				fams, err := scrape(ctx, addr)
 				if err != nil {
 					continue
 				}
-				res.PeakInFlightBytes = max(res.PeakInFlightBytes, int64(sumGauge(fams["kafka_mirror_inflight_bytes"])))
-				res.Records = int64(sumGauge(fams["kafka_mirror_records_total"]))
+				res.PeakInFlightBytes = max(res.PeakInFlightBytes, int64(fams.Sum("kafka_mirror_inflight_bytes")))
+				res.Records = int64(fams.Sum("kafka_mirror_records_total"))
 			}
 		}
 	})

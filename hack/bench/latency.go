@@ -13,6 +13,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 )
 
 // latencyResult is the replication latency at a fixed moderate rate.
@@ -40,7 +42,7 @@ const warmup = 2 * time.Second
 func (b *bench) latency(ctx context.Context) (latencyResult, error) {
 	res := latencyResult{Rate: b.o.latencyRate, EngineP50Ms: -1, EngineP99Ms: -1}
 	err := b.withTarget(ctx, "latency", 0, latencyTopic, func(target []string) error {
-		addr, err := freeLoopbackAddress()
+		addr, err := engineproc.FreeLoopbackAddress()
 		if err != nil {
 			return err
 		}
@@ -53,13 +55,13 @@ func (b *bench) latency(ctx context.Context) (latencyResult, error) {
 		if err != nil {
 			return err
 		}
-		if err := waitReady(ctx, p, 30*time.Second); err != nil {
-			p.stop(syscall.SIGKILL, 5*time.Second)
+		if err := p.WaitReady(ctx, addr, 30*time.Second); err != nil {
+			stopEngine(p, syscall.SIGKILL, 5*time.Second)
 			return err
 		}
 		lat, err := b.probe(ctx, p, target)
 		if err != nil {
-			p.stop(syscall.SIGKILL, 5*time.Second)
+			stopEngine(p, syscall.SIGKILL, 5*time.Second)
 			return err
 		}
 		if fams, err := scrape(ctx, addr); err == nil {
@@ -68,8 +70,8 @@ func (b *bench) latency(ctx context.Context) (latencyResult, error) {
 				res.EngineP99Ms = histogramQuantile(h, 0.99) * 1000
 			}
 		}
-		if u := p.stop(syscall.SIGTERM, time.Minute); u.ExitErr != nil {
-			return fmt.Errorf("the latency engine exited with %w after SIGTERM; last log lines:\n%s", u.ExitErr, p.logTail())
+		if u := stopEngine(p, syscall.SIGTERM, time.Minute); u.ExitErr != nil {
+			return fmt.Errorf("the latency engine did not stop cleanly: %w; last log lines:\n%s", u.ExitErr, p.LogTail(logTailLines))
 		}
 		res.Records = len(lat)
 		res.P50Ms = percentile(lat, 0.50)
@@ -87,7 +89,7 @@ func (b *bench) latency(ctx context.Context) (latencyResult, error) {
 
 // probe produces at the configured rate and returns the latencies, in milliseconds, of
 // the records sent after the warm-up.
-func (b *bench) probe(ctx context.Context, p *engineProcess, target []string) ([]float64, error) {
+func (b *bench) probe(ctx context.Context, p *engineproc.Process, target []string) ([]float64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	prod, err := kgo.NewClient(
@@ -155,8 +157,8 @@ func (b *bench) probe(ctx context.Context, p *engineProcess, target []string) ([
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-p.done:
-			return nil, p.exitedError()
+		case <-p.Done():
+			return nil, p.ExitedError()
 		case <-firstSeen:
 			if timedStart.IsZero() {
 				timedStart = time.Now().Add(warmup)
@@ -165,7 +167,7 @@ func (b *bench) probe(ctx context.Context, p *engineProcess, target []string) ([
 			}
 		default:
 			if time.Since(start) > 30*time.Second {
-				return nil, fmt.Errorf("no record came through the engine within 30 s (log %s)", p.logPath)
+				return nil, fmt.Errorf("no record came through the engine within 30 s (log %s)", p.LogPath())
 			}
 		}
 		if from := measureFrom.Load(); from != math.MaxInt64 && time.Since(timedStart) >= b.o.latencyTime {

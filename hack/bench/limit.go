@@ -19,6 +19,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
@@ -373,32 +374,20 @@ func (b *bench) limitChild(ctx context.Context, mode string, cfg *config.Config,
 	cmd := exec.CommandContext(ctx, self, limitCommand, "--mode", mode, "--config", cfgPath, "--topic", dataTopic,
 		"--partitions", strconv.Itoa(b.o.partitions), "--records", strconv.Itoa(n), "--value-size", strconv.Itoa(b.o.valueSize))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// engineproc gives the child its own process group, SIGKILL when the benchmark dies,
+	// and samples its peak RSS; stdout and stderr stay the buffers above.
+	p, err := engineproc.Start(cmd, engineproc.Options{})
+	if err != nil {
 		return rate{}, usage{}, fmt.Errorf("while starting the %s child: %w", name, err)
 	}
-	p := &engineProcess{cmd: cmd}
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-waited:
-			if err != nil {
-				return rate{}, usage{}, fmt.Errorf("the %s child failed: %w: %s", name, err, strings.TrimSpace(stderr.String()))
-			}
-			var out limitOutcome
-			if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-				return rate{}, usage{}, fmt.Errorf("while reading the %s child's result %q: %w", name, stdout.String(), err)
-			}
-			u := usage{MaxRSS: p.hwm.Load()}
-			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-				u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-			}
-			return rate{Records: out.Records, Bytes: out.Bytes, Elapsed: time.Duration(out.ElapsedNs)}, u, nil
-		case <-tick.C:
-			p.sampleRSS()
-		}
+	<-p.Done()
+	if err := p.Err(); err != nil {
+		return rate{}, usage{}, fmt.Errorf("the %s child failed: %w: %s", name, err, strings.TrimSpace(stderr.String()))
 	}
+	var out limitOutcome
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		return rate{}, usage{}, fmt.Errorf("while reading the %s child's result %q: %w", name, stdout.String(), err)
+	}
+	u := usage{MaxRSS: p.PeakRSS(), CPU: p.CPUTime()}
+	return rate{Records: out.Records, Bytes: out.Bytes, Elapsed: time.Duration(out.ElapsedNs)}, u, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
@@ -350,7 +351,7 @@ func (b *bench) engineThroughput(ctx context.Context, spec engineSpec, want int)
 func (b *bench) engineRun(ctx context.Context, spec engineSpec, bin []string, want int, halfSignal syscall.Signal) (engineResult, error) {
 	res := engineResult{Name: spec.name, Records: want}
 	err := b.withTarget(ctx, spec.name, 0, dataTopic, func(target []string) error {
-		addr, err := freeLoopbackAddress()
+		addr, err := engineproc.FreeLoopbackAddress()
 		if err != nil {
 			return err
 		}
@@ -370,18 +371,18 @@ func (b *bench) engineRun(ctx context.Context, spec engineSpec, bin []string, wa
 		}
 		var onHalf func()
 		if halfSignal != 0 {
-			onHalf = func() { _ = p.cmd.Process.Signal(halfSignal) }
+			onHalf = func() { _ = p.Signal(halfSignal) }
 		}
 		wctx, cancel := context.WithTimeout(ctx, b.runTimeout(want))
 		pr, err := waitForRecords(wctx, p, counter, int64(want), spec.partial, onHalf)
 		cancel()
 		if err != nil {
-			p.stop(syscall.SIGKILL, 5*time.Second)
-			return fmt.Errorf("while waiting for the %s run (log %s): %w", name, p.logPath, err)
+			stopEngine(p, syscall.SIGKILL, 5*time.Second)
+			return fmt.Errorf("while waiting for the %s run (log %s): %w", name, p.LogPath(), err)
 		}
-		u := p.stop(syscall.SIGTERM, time.Minute)
+		u := stopEngine(p, syscall.SIGTERM, time.Minute)
 		if u.ExitErr != nil {
-			return fmt.Errorf("the %s engine exited with %w after SIGTERM; last log lines:\n%s", name, u.ExitErr, p.logTail())
+			return fmt.Errorf("the %s engine did not stop cleanly: %w; last log lines:\n%s", name, u.ExitErr, p.LogTail(logTailLines))
 		}
 		res.fill(pr, u, int64(b.gen.recordBytes(0)))
 		return nil
@@ -400,7 +401,7 @@ func (b *bench) throttled(ctx context.Context, maxInFlight int) (throttleResult,
 		BytesPerSecond: b.o.throttle, Duration: b.o.throttleTime}
 	spec := engineSpec{name: "throttled", noDataLoss: true, maxInFlight: maxInFlight, streams: b.o.streams}
 	err := b.withTarget(ctx, spec.name, b.o.throttle, dataTopic, func(target []string) error {
-		addr, err := freeLoopbackAddress()
+		addr, err := engineproc.FreeLoopbackAddress()
 		if err != nil {
 			return err
 		}
@@ -420,24 +421,23 @@ func (b *bench) throttled(ctx context.Context, maxInFlight int) (throttleResult,
 		for {
 			select {
 			case <-ctx.Done():
-				p.stop(syscall.SIGKILL, 5*time.Second)
+				stopEngine(p, syscall.SIGKILL, 5*time.Second)
 				return ctx.Err()
-			case <-p.done:
-				return p.exitedError()
+			case <-p.Done():
+				return p.ExitedError()
 			case <-end:
 				break sample
 			case <-tick.C:
-				p.sampleRSS()
 				fams, err := scrape(ctx, addr)
 				if err != nil {
 					continue
 				}
-				res.MaxInFlight = max(res.MaxInFlight, int64(sumGauge(fams["kafka_mirror_inflight_records"])))
-				res.Records = int64(sumGauge(fams["kafka_mirror_records_total"]))
+				res.MaxInFlight = max(res.MaxInFlight, int64(fams.Sum("kafka_mirror_inflight_records")))
+				res.Records = int64(fams.Sum("kafka_mirror_records_total"))
 			}
 		}
 		// A drain against the throttled target would only cost time: kill it.
-		u := p.stop(syscall.SIGKILL, 5*time.Second)
+		u := stopEngine(p, syscall.SIGKILL, 5*time.Second)
 		res.MaxRSS, res.CPU = u.MaxRSS, u.CPU
 		return nil
 	})

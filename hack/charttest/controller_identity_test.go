@@ -1,11 +1,9 @@
 package charttest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/controllers"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 // runControllerAs runs the real operator (controllers.NewManager, with leader election)
@@ -43,7 +42,7 @@ func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, user servi
 		UserName: user.name,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + user.namespace, "system:authenticated"},
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	const image = "registry.example/kafka-mirror:charttest"
 	mgr, err := controllers.NewManager(asOperator, controllers.ManagerOptions{
 		Image:                        image,
@@ -53,7 +52,7 @@ func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, user servi
 		LeaderElection:               true,
 		LeaderElectionNamespace:      user.namespace,
 		SkipControllerNameValidation: true,
-		Logger:                       funcr.New(func(prefix, args string) { logs.printf("%s %s\n", prefix, args) }, funcr.Options{}),
+		Logger:                       funcr.New(func(prefix, args string) { fmt.Fprintf(logs, "%s %s\n", prefix, args) }, funcr.Options{}),
 	})
 	if err != nil {
 		t.Fatalf("while creating the operator's manager: %v", err)
@@ -83,7 +82,7 @@ func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, user servi
 		},
 	}}
 	// The CRD was applied a moment ago: wait until the API serves the kind.
-	eventually(t, 45*time.Second, func() error { return c.Create(ctx, mirror.DeepCopy()) })
+	testutil.Eventually(t, 45*time.Second, func() error { return c.Create(ctx, mirror.DeepCopy()) })
 
 	children := []struct {
 		gvk  schema.GroupVersionKind
@@ -94,7 +93,7 @@ func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, user servi
 		{schema.GroupVersionKind{Version: "v1", Kind: "Service"}, "orders-mirror-metrics"},
 		{schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}, "orders-mirror"},
 	}
-	eventually(t, 90*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		for _, child := range children {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(child.gvk)
@@ -160,39 +159,4 @@ func toAny(s []string) []any {
 		out[i] = v
 	}
 	return out
-}
-
-// eventually retries check until it returns nil or timeout passes, then fails the test with
-// the last error.
-func eventually(t *testing.T, timeout time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %s: %v", timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// syncBuffer collects the operator's log lines from its goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) printf(format string, args ...any) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	fmt.Fprintf(&b.buf, format, args...)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -88,7 +88,7 @@ func TestDockerfile(t *testing.T) {
 	}
 
 	ignored := strings.Fields(readFile(t, filepath.Join(root, ".dockerignore")))
-	for _, needed := range []string{"go.mod", "go.sum", "*.go", "api", "controllers", "mirror"} {
+	for _, needed := range []string{"go.mod", "go.sum", "*.go", "api", "controllers", "mirror", "internal"} {
 		if slices.Contains(ignored, needed) {
 			t.Errorf(".dockerignore excludes %s, which the build needs", needed)
 		}

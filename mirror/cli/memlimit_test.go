@@ -2,34 +2,28 @@ package cli
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 func TestSetMemoryLimit(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1)) // restore the test binary's limit
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
 	tests := map[string]struct {
 		env        string
 		file       string
 		wantLimit  int64
 		wantReason string
 	}{
-		"512 MiB container":   {file: write("limited", "536870912\n"), wantLimit: 483183820},
-		"no limit":            {file: write("unlimited", "max\n"), wantReason: "the container has no memory limit"},
-		"GOMEMLIMIT wins":     {env: "300MiB", file: write("limited2", "536870912\n"), wantReason: "GOMEMLIMIT is set to 300MiB"},
+		"512 MiB container":   {file: testutil.WriteFile(t, dir, "limited", "536870912\n"), wantLimit: 483183820},
+		"no limit":            {file: testutil.WriteFile(t, dir, "unlimited", "max\n"), wantReason: "the container has no memory limit"},
+		"GOMEMLIMIT wins":     {env: "300MiB", file: testutil.WriteFile(t, dir, "limited2", "536870912\n"), wantReason: "GOMEMLIMIT is set to 300MiB"},
 		"not cgroup v2":       {file: filepath.Join(dir, "missing"), wantReason: "no cgroup v2 memory limit: "},
-		"garbage in the file": {file: write("garbage", "lots\n"), wantReason: `unreadable memory limit "lots"`},
+		"garbage in the file": {file: testutil.WriteFile(t, dir, "garbage", "lots\n"), wantReason: `unreadable memory limit "lots"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

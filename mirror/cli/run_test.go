@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 // TestRunCommandMirrorsAndStopsOnSIGTERM runs `kafka-mirror run` as a process between
@@ -188,7 +189,7 @@ metrics: {address: "0"}
 		t.Fatal(err)
 	}
 	cmd := kafkaMirror("run", "--config", path)
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -215,22 +216,4 @@ metrics: {address: "0"}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("run did not stop within 30s of SIGTERM; stderr:\n%s", stderr.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer that the process's stderr copier and the test may use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -3,80 +3,15 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
-
-const validMirrorConfig = `apiVersion: kafkamirror.io/v1alpha1
-kind: MirrorConfig
-source: {bootstrapServers: ["source-kafka:9092"]}
-target: {bootstrapServers: ["target-kafka:9092"]}
-consumerGroup: kafka-mirror.default.orders
-topics: {include: ["orders\\..*"], exclude: ["orders\\.tmp\\..*"]}
-handlers:
-  - cel: {filter: "!('skip' in record.headers)"}
-  - name: header-filter
-    args: {mode: drop, header: internal}
-rebalanceListener: {name: log}
-`
-
-const invalidMirrorConfig = `apiVersion: kafkamirror.io/v1alpha1
-kind: MirrorConfig
-source: {bootstrapServers: ["source-kafka:9092"]}
-target: {bootstrapServers: ["target-kafka:9092"]}
-consumerGroup: g
-topics: {include: ["orders("]}
-streams: 100
-handlers:
-  - cel: {filter: "record.topik == 'x'"}
-  - name: nope
-  - name: topic-router
-    args: {pattern: "a(", topic: "x"}
-  - {}
-rebalanceListener: {name: logg}
-`
-
-const validKafkaMirror = `apiVersion: kafkamirror.io/v1alpha1
-kind: KafkaMirror
-metadata: {name: orders, namespace: default}
-spec:
-  source:
-    bootstrapServers: ["source-kafka:9092"]
-    sasl: {mechanism: SCRAM-SHA-512, username: mirror, passwordSecretRef: {name: source-creds, key: password}}
-  target: {bootstrapServers: ["target-kafka:9092"]}
-  topics: {include: ["orders\\..*"]}
-  replicas: 2
-  streams: 4
-  handlers:
-    - cel: {filter: "!('skip' in record.headers)"}
-`
-
-const invalidKafkaMirror = `apiVersion: kafkamirror.io/v1alpha1
-kind: KafkaMirror
-metadata: {name: payments}
-spec:
-  source: {bootstrapServers: ["kafka:9092"]}
-  target: {bootstrapServers: ["kafka:9092"]}
-  topics: {include: ["payments"]}
-  handlers:
-    - cel: {transform: {topic: "record.partition"}}
-  rebalanceListener: {name: log, args: {verbosity: loud}}
-`
-
-func writeFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 const noRenderer = "this binary cannot check KafkaMirror manifests: its main does not pass cli.WithManifestRenderer"
 
@@ -84,32 +19,10 @@ const noRenderer = "this binary cannot check KafkaMirror manifests: its main doe
 // renderer: config files, and MirrorConfig documents in manifest files. The stock
 // binary's KafkaMirror checks are tested in package main.
 func TestValidateCommand(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{
-		"good.yaml":      writeFile(t, dir, "good.yaml", validMirrorConfig),
-		"bad.yaml":       writeFile(t, dir, "bad.yaml", invalidMirrorConfig),
-		"unknown.yaml":   writeFile(t, dir, "unknown.yaml", validMirrorConfig+"bogus: 1\n"),
-		"km.yaml":        writeFile(t, dir, "km.yaml", validKafkaMirror),
-		"km-bad.yaml":    writeFile(t, dir, "km-bad.yaml", invalidKafkaMirror),
-		"bundle.yaml":    writeFile(t, dir, "bundle.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n"+validKafkaMirror+"---\n"+invalidKafkaMirror),
-		"no-mirror.yaml": writeFile(t, dir, "no-mirror.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"),
-		"km-typo.yaml":   writeFile(t, dir, "km-typo.yaml", strings.Replace(validKafkaMirror, "replicas: 2", "replica: 2", 1)),
-	}
-	sub := filepath.Join(dir, "dir")
-	if err := os.MkdirAll(filepath.Join(sub, "nested"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, sub, "a.yaml", validKafkaMirror)
-	writeFile(t, sub, "b.yml", invalidKafkaMirror)
-	writeFile(t, sub, "kustomization.yaml", "resources: [a.yaml]\n")
-	writeFile(t, sub, "README.md", "not yaml: [")
-	writeFile(t, filepath.Join(sub, "nested"), "c.yaml", invalidMirrorConfig)
-	empty := filepath.Join(dir, "empty")
-	if err := os.MkdirAll(empty, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, empty, "kustomization.yaml", "resources: []\n")
-	files["dir"], files["empty"] = sub, empty
+	// The fixtures: MirrorConfig and KafkaMirror files, valid and not, a directory and
+	// an empty kustomization; package main's validate test reads the same files.
+	dir := filepath.Join("testdata", "validate")
+	files := map[string]string{"dir": filepath.Join(dir, "dir"), "empty": filepath.Join(dir, "empty")}
 	tests := map[string]struct {
 		args    []string
 		want    string // output, with FILE(name) replaced by the path
@@ -253,7 +166,7 @@ func TestValidateManifestRenderer(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := writeFile(t, dir, "km.yaml", tc.doc)
+			path := testutil.WriteFile(t, dir, "km.yaml", tc.doc)
 			var out bytes.Buffer
 			cmd := NewValidateCommand(WithManifestRenderer(render))
 			cmd.SilenceErrors, cmd.SilenceUsage = true, true

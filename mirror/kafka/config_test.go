@@ -11,7 +11,6 @@ import (
 	"errors"
 	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,17 +19,9 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
-
-func writeFile(t *testing.T, name, data string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func TestSASLAgainstKfake(t *testing.T) {
 	c, err := kfake.NewCluster(
@@ -64,7 +55,7 @@ func TestSASLAgainstKfake(t *testing.T) {
 				SASL: &config.SASL{
 					Mechanism:    tc.mechanism,
 					Username:     tc.user,
-					PasswordFile: writeFile(t, "password", tc.password),
+					PasswordFile: testutil.WriteFile(t, t.TempDir(), "password", tc.password),
 				},
 			}
 			admin, err := NewClusterAdmin(cl, WithRole(RoleSource))
@@ -99,7 +90,7 @@ func TestSASLAgainstKfake(t *testing.T) {
 
 func TestConfigErrorsNameTheField(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing")
-	notPEM := writeFile(t, "ca.crt", "not a certificate")
+	notPEM := testutil.WriteFile(t, t.TempDir(), "ca.crt", "not a certificate")
 	tests := map[string]struct {
 		cl   config.Cluster
 		opts []Option
@@ -212,9 +203,9 @@ func TestTLSAgainstKfake(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	caFile := writeFile(t, "ca.crt", string(certPEM))
-	certFile := writeFile(t, "tls.crt", string(certPEM))
-	keyFile := writeFile(t, "tls.key", string(keyPEM))
+	caFile := testutil.WriteFile(t, t.TempDir(), "ca.crt", string(certPEM))
+	certFile := testutil.WriteFile(t, t.TempDir(), "tls.crt", string(certPEM))
+	keyFile := testutil.WriteFile(t, t.TempDir(), "tls.key", string(keyPEM))
 
 	tests := map[string]struct {
 		tls    *config.TLS

@@ -9,6 +9,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/go-logr/logr"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
 
 // Actions a Sync took (or, with DryRun, would take) for one topic. The values are
@@ -117,6 +119,22 @@ func NewSyncer(source, target sarama.ClusterAdmin, sel *Selector, opts SyncOptio
 	}
 }
 
+// ClusterError is Sync's error when a whole cluster could not be listed or described:
+// Role says which one (kafka.RoleSource or kafka.RoleTarget), so that a caller can tell
+// "the source is down" from "the target is down" without reading the message.
+type ClusterError struct {
+	// Role is kafka.RoleSource or kafka.RoleTarget.
+	Role string
+	// Err is what failed, with its context.
+	Err error
+}
+
+// Error returns Err's message, which already names the cluster.
+func (e *ClusterError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err, so that errors.Is finds sarama's and the network's errors.
+func (e *ClusterError) Unwrap() error { return e.Err }
+
 // topicInfo is one topic's partition count from metadata, or the topic's error.
 type topicInfo struct {
 	partitions int32
@@ -126,15 +144,15 @@ type topicInfo struct {
 // Sync brings every selected source topic's target in step: missing targets are
 // created with the source's partition count, smaller targets are expanded, larger
 // targets are reported. A failure for one topic is recorded in the Report and the
-// others go on; Sync returns an error only when a cluster cannot be listed at all (the
-// error names "source" or "target") or ctx ends. Sync is idempotent.
+// others go on; Sync returns an error only when a cluster cannot be listed at all (a
+// *ClusterError that says which) or ctx ends. Sync is idempotent.
 func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
 	src, err := listTopics(s.source)
 	if err != nil {
-		return Report{}, fmt.Errorf("while listing source topics: %w", err)
+		return Report{}, &ClusterError{Role: kafka.RoleSource, Err: fmt.Errorf("while listing source topics: %w", err)}
 	}
 	names := make([]string, 0, len(src))
 	for n := range src {
@@ -144,13 +162,13 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 
 	tgt, err := listTopics(s.target)
 	if err != nil {
-		return Report{}, fmt.Errorf("while listing target topics: %w", err)
+		return Report{}, &ClusterError{Role: kafka.RoleTarget, Err: fmt.Errorf("while listing target topics: %w", err)}
 	}
 
 	var srcCfg, tgtCfg map[string]topicConfigs
 	if s.opts.SyncConfigs {
 		if srcCfg, err = describeConfigs(s.source, selected); err != nil {
-			return Report{}, fmt.Errorf("while describing source topic configs: %w", err)
+			return Report{}, &ClusterError{Role: kafka.RoleSource, Err: fmt.Errorf("while describing source topic configs: %w", err)}
 		}
 		var existing []string
 		for _, n := range selected {
@@ -159,7 +177,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 			}
 		}
 		if tgtCfg, err = describeConfigs(s.target, existing); err != nil {
-			return Report{}, fmt.Errorf("while describing target topic configs: %w", err)
+			return Report{}, &ClusterError{Role: kafka.RoleTarget, Err: fmt.Errorf("while describing target topic configs: %w", err)}
 		}
 	}
 

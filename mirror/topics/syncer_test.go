@@ -2,6 +2,7 @@ package topics
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"reflect"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
 
 // rejectCreates makes the cluster answer every CreateTopics for topic with a policy
@@ -428,9 +430,10 @@ func TestSyncUnreachable(t *testing.T) {
 	tests := map[string]struct {
 		closeSource bool
 		want        string
+		wantRole    string
 	}{
-		"source down": {closeSource: true, want: "while listing source topics"},
-		"target down": {closeSource: false, want: "while listing target topics"},
+		"source down": {closeSource: true, want: "while listing source topics", wantRole: kafka.RoleSource},
+		"target down": {closeSource: false, want: "while listing target topics", wantRole: kafka.RoleTarget},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -446,6 +449,13 @@ func TestSyncUnreachable(t *testing.T) {
 			rep, err := NewSyncer(src, tgt, sel, SyncOptions{}).Sync(context.Background())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Sync error = %v, want one containing %q", err, tc.want)
+			}
+			var ce *ClusterError
+			if !errors.As(err, &ce) || ce.Role != tc.wantRole {
+				t.Fatalf("Sync error = %#v, want a *ClusterError with Role %q", err, tc.wantRole)
+			}
+			if errors.Unwrap(ce) == nil {
+				t.Error("ClusterError.Unwrap = nil, want the listing error")
 			}
 			if rep.Selected != 0 || len(rep.Topics) != 0 {
 				t.Errorf("report = %+v, want empty", rep)

@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kafka-mirror/kafka-mirror-operator/mirror/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 

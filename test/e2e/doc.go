@@ -2,7 +2,7 @@
 // engine as a separate OS process between two in-process kfake clusters, each behind
 // toxiproxy, injects one fault per test (kill -9, SIGTERM, scaling, outages, lost acks,
 // partition expansion, transactions, slow target, bad credentials) and proves with
-// mirror/audit that every record the source acknowledged reached the target.
+// internal/audit that every record the source acknowledged reached the target.
 //
 // The tests carry the build tag e2e and need the engine binary: `make e2e` builds
 // bin/kafka-mirror and sets KAFKA_MIRROR_BIN. docs/reliability.md lists the faults, what

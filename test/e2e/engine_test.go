@@ -7,17 +7,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -37,12 +34,11 @@ func engineBinary(t *testing.T) string {
 // freeAddr returns a loopback address with a port free at the time of the call.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := engineproc.FreeLoopbackAddress()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // writeConfig renders cfg the way the operator does (defaults filled, validated,
@@ -66,13 +62,9 @@ func writeConfig(t *testing.T, dir, name string, cfg config.Config) string {
 
 // engine is one kafka-mirror run process.
 type engine struct {
-	t       *testing.T
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	waitErr error
-	peakRSS atomic.Int64 // kB, VmHWM sampled while the process lives
+	*engineproc.Process
+	t    *testing.T
+	name string
 }
 
 // startEngine starts `kafka-mirror run --config cfgPath` and stops it (kill -9) at the
@@ -89,73 +81,23 @@ func startEngine(t *testing.T, name, cfgPath string) *engine {
 // launchEngine is startEngine without failing the test, for use off the test goroutine.
 func launchEngine(t *testing.T, name, cfgPath string) (*engine, error) {
 	bin := os.Getenv("KAFKA_MIRROR_BIN")
-	logPath := filepath.Join(filepath.Dir(cfgPath), name+".log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
 	cmd := exec.Command(bin, "run", "--config", cfgPath, "--log-format", "json")
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
+	p, err := engineproc.Start(cmd, engineproc.Options{LogPath: filepath.Join(filepath.Dir(cfgPath), name+".log")})
+	if err != nil {
 		return nil, fmt.Errorf("starting engine %s: %w", name, err)
 	}
-	e := &engine{t: t, name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		e.waitErr = cmd.Wait()
-		logFile.Close()
-		close(e.done)
-	}()
-	go e.sampleRSS()
-	t.Cleanup(func() {
-		if e.running() {
-			_ = e.cmd.Process.Kill()
-			<-e.done
-		}
-	})
+	e := &engine{Process: p, t: t, name: name}
+	t.Cleanup(func() { _ = e.Kill() })
 	return e, nil
 }
 
-// sampleRSS records the process's peak resident set size (VmHWM) until it exits.
-func (e *engine) sampleRSS() {
-	status := fmt.Sprintf("/proc/%d/status", e.cmd.Process.Pid)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-e.done:
-			return
-		case <-tick.C:
-		}
-		data, err := os.ReadFile(status)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > e.peakRSS.Load() {
-					e.peakRSS.Store(kb)
-				}
-			}
-		}
-	}
-}
-
-func (e *engine) running() bool {
-	select {
-	case <-e.done:
-		return false
-	default:
-		return true
-	}
-}
+// running reports whether the process still runs.
+func (e *engine) running() bool { return e.Running() }
 
 // kill sends SIGKILL and waits for the process to go.
 func (e *engine) kill() {
 	e.t.Helper()
-	_ = e.cmd.Process.Signal(syscall.SIGKILL)
-	<-e.done
+	_ = e.Kill()
 }
 
 // stop sends SIGTERM and waits up to timeout for a clean exit; it fails the test if the
@@ -163,10 +105,7 @@ func (e *engine) kill() {
 func (e *engine) stop(timeout time.Duration) time.Duration {
 	e.t.Helper()
 	start := time.Now()
-	_ = e.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-e.done:
-	case <-time.After(timeout):
+	if err := e.Stop(timeout); errors.Is(err, engineproc.ErrKilledAfterGrace) {
 		e.t.Fatalf("engine %s did not exit within %v of SIGTERM; log tail:\n%s", e.name, timeout, e.logTail(20))
 	}
 	if code := e.exitCode(); code != 0 {
@@ -178,40 +117,31 @@ func (e *engine) stop(timeout time.Duration) time.Duration {
 // waitExit waits up to timeout for the process to exit by itself and returns its code.
 func (e *engine) waitExit(timeout time.Duration) (int, bool) {
 	select {
-	case <-e.done:
+	case <-e.Done():
 		return e.exitCode(), true
 	case <-time.After(timeout):
 		return 0, false
 	}
 }
 
-func (e *engine) exitCode() int {
-	var ee *exec.ExitError
-	if errors.As(e.waitErr, &ee) {
-		return ee.ExitCode()
-	}
-	if e.waitErr != nil {
-		return -1
-	}
-	return 0
-}
+// exitCode is the exit code once the process has ended (-1 for a signal).
+func (e *engine) exitCode() int { return e.ExitCode() }
 
 // logTail returns the last n lines the engine wrote.
-func (e *engine) logTail(n int) string {
-	data, err := os.ReadFile(e.logPath)
+func (e *engine) logTail(n int) string { return fileTail(e.LogPath(), n) }
+
+// fileTail returns the last n lines of the file at path, or why it could not be read.
+func fileTail(path string, n int) string {
+	tail, err := engineproc.TailFile(path, n)
 	if err != nil {
 		return err.Error()
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return tail
 }
 
 // logContains reports whether a log line contains every one of subs (case-insensitive).
 func (e *engine) logContains(subs ...string) (string, bool) {
-	data, err := os.ReadFile(e.logPath)
+	data, err := os.ReadFile(e.LogPath())
 	if err != nil {
 		return "", false
 	}
@@ -241,7 +171,7 @@ func (e *engine) errorContains(subs ...string) (string, bool) {
 
 // countLog counts log lines containing sub (case-insensitive).
 func (e *engine) countLog(sub string) int {
-	data, err := os.ReadFile(e.logPath)
+	data, err := os.ReadFile(e.LogPath())
 	if err != nil {
 		return 0
 	}

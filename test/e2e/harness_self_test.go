@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafka-mirror/kafka-mirror-operator/mirror/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
 )
 
 // TestHarness checks the harness itself, without the engine: clients reach kfake only

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafka-mirror/kafka-mirror-operator/mirror/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -99,8 +99,7 @@ func (s *scenario) dumpLogs() {
 		if !strings.HasSuffix(p.Name(), ".log") {
 			continue
 		}
-		e := &engine{logPath: s.dir + "/" + p.Name()}
-		s.t.Logf("--- %s (tail) ---\n%s", p.Name(), e.logTail(30))
+		s.t.Logf("--- %s (tail) ---\n%s", p.Name(), fileTail(s.dir+"/"+p.Name(), 30))
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafka-mirror/kafka-mirror-operator/mirror/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -190,10 +190,10 @@ func TestSlowTarget(t *testing.T) {
 	remove := s.dst.addToxic(t, "slow", "bandwidth", "upstream", `{"rate":256}`)
 	p := s.produce(w).wait(t)
 	time.Sleep(15*time.Second - p.Elapsed)
-	mid := e.peakRSS.Load()
+	mid := e.PeakRSS() / 1024 // kB
 	remove()
 	_, rep := s.waitComplete(p, audit.Options{})
-	peak := e.peakRSS.Load()
+	peak := e.PeakRSS() / 1024 // kB
 	e.stop(time.Minute)
 	s.assertAudit(rep, 0)
 	if peak == 0 {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafka-mirror/kafka-mirror-operator/mirror/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 

@@ -46,7 +46,7 @@ func (sv *supervisor) loop() {
 		sv.mu.Lock()
 		e := sv.cur
 		sv.mu.Unlock()
-		<-e.done
+		<-e.Done()
 		sv.mu.Lock()
 		if sv.stopping {
 			sv.mu.Unlock()
@@ -60,7 +60,7 @@ func (sv *supervisor) loop() {
 		if err != nil || sv.stopping {
 			sv.mu.Unlock()
 			if next != nil {
-				_ = next.cmd.Process.Kill()
+				_ = next.Kill()
 			}
 			return
 		}
@@ -94,7 +94,7 @@ func (sv *supervisor) stop(timeout time.Duration) {
 	if e.running() {
 		e.stop(timeout)
 	} else {
-		_ = e.cmd.Process.Signal(syscall.SIGTERM)
+		_ = e.Signal(syscall.SIGTERM)
 	}
 	<-sv.done
 }

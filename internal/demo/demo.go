@@ -15,7 +15,8 @@ import (
 	"github.com/IBM/sarama"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kafka-mirror/kafka-mirror-operator/mirror/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
@@ -210,7 +211,7 @@ type demo struct {
 
 	mu          sync.Mutex
 	restartedAt time.Time // set by a restart until the new engine mirrors its first record
-	engine      *engineProcess
+	engine      *engineproc.Process
 	expected    bool // the current engine's exit is expected (killed or stopped on purpose)
 	failed      chan error
 	states      []topicState
@@ -323,7 +324,7 @@ func (d *demo) writeConfig(context.Context) error {
 			return fmt.Errorf("while creating the demo's work directory: %w", err)
 		}
 	}
-	addr, err := freeLoopbackAddress()
+	addr, err := engineproc.FreeLoopbackAddress()
 	if err != nil {
 		return err
 	}
@@ -358,13 +359,13 @@ func (d *demo) startEngine(context.Context) error {
 	d.mu.Unlock()
 	go d.watchEngine(p)
 	d.view.event("Started the engine: kafka-mirror run --config %s (pid %d, log %s, metrics http://%s/metrics).",
-		filepath.Base(d.configPath), p.pid(), d.logPath, d.metricsAddr)
+		filepath.Base(d.configPath), p.Pid(), d.logPath, d.metricsAddr)
 	return nil
 }
 
 // watchEngine reports an engine that exits when nobody asked it to.
-func (d *demo) watchEngine(p *engineProcess) {
-	<-p.exited()
+func (d *demo) watchEngine(p *engineproc.Process) {
+	<-p.Done()
 	d.mu.Lock()
 	expected := d.expected || d.engine != p
 	d.mu.Unlock()
@@ -372,7 +373,7 @@ func (d *demo) watchEngine(p *engineProcess) {
 		return
 	}
 	select {
-	case d.failed <- fmt.Errorf("the engine (pid %d) exited on its own: %v", p.pid(), p.waitErr):
+	case d.failed <- fmt.Errorf("the engine (pid %d) exited on its own: %v", p.Pid(), p.Err()):
 	default:
 	}
 }
@@ -476,11 +477,11 @@ func (d *demo) killAndRestart(ctx context.Context, killAt int64) error {
 	d.expected = true
 	inflight := d.metrics.InFlight
 	d.mu.Unlock()
-	if err := p.kill(); err != nil {
+	if err := p.Kill(); err != nil {
 		return err
 	}
 	d.result.Kills++
-	d.view.event("Killed the engine with SIGKILL (pid %d): no drain, no final commit, ~%.0f records in flight dropped from its memory.", p.pid(), inflight)
+	d.view.event("Killed the engine with SIGKILL (pid %d): no drain, no final commit, ~%.0f records in flight dropped from its memory.", p.Pid(), inflight)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -543,7 +544,7 @@ func (d *demo) watch(ctx context.Context) error {
 		var m engineMetrics
 		var rate, byteRate float64
 		if p != nil && !expected {
-			engine, pid = "running", p.pid()
+			engine, pid = "running", p.Pid()
 			if got, err := scrapeMetrics(ctx, d.http, d.metricsAddr); err == nil {
 				m = got
 				now := time.Now()
@@ -638,7 +639,7 @@ func (d *demo) stopEngine(context.Context) error {
 	p := d.engine
 	d.expected = true
 	d.mu.Unlock()
-	if err := p.terminate(30 * time.Second); err != nil {
+	if err := p.Stop(30 * time.Second); err != nil {
 		return err
 	}
 	d.view.event("Stopped the engine with SIGTERM (what Kubernetes sends a pod): it drained and committed, then exited 0.")
@@ -722,20 +723,19 @@ func (d *demo) keepRunning(ctx context.Context) {
 	fmt.Fprintln(d.opts.Out, "Shutting the clusters down.")
 }
 
+// explainTailLines is how many lines of the engine's log explain quotes.
+const explainTailLines = 15
+
 // explain adds the tail of the engine's log to an error, where the cause usually is.
 func (d *demo) explain(err error) error {
 	if d.logPath == "" || errors.Is(err, context.Canceled) {
 		return err
 	}
-	data, rerr := os.ReadFile(d.logPath)
-	if rerr != nil || len(data) == 0 {
+	tail, rerr := engineproc.TailFile(d.logPath, explainTailLines)
+	if rerr != nil || tail == "" {
 		return err
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > 15 {
-		lines = lines[len(lines)-15:]
-	}
-	return fmt.Errorf("%w\nlast lines of the engine log %s:\n  %s", err, d.logPath, strings.Join(lines, "\n  "))
+	return fmt.Errorf("%w\nlast lines of the engine log %s:\n  %s", err, d.logPath, strings.ReplaceAll(tail, "\n", "\n  "))
 }
 
 // close stops whatever is still running, the clean way first: an engine still running
@@ -748,9 +748,9 @@ func (d *demo) close() {
 	d.mu.Unlock()
 	if p != nil {
 		select {
-		case <-p.exited():
+		case <-p.Done():
 		default:
-			_ = p.terminate(15 * time.Second)
+			_ = p.Stop(15 * time.Second)
 		}
 	}
 	if d.observer != nil {
