@@ -20,8 +20,9 @@ import (
 const defaultImageRepository = "ghcr.io/kafka-mirror/kafka-mirror"
 
 type managerOptions struct {
-	kubeconfig     string
-	watchNamespace string
+	kubeconfig       string
+	watchNamespace   string
+	allowedBootstrap string
 	controllers.ManagerOptions
 }
 
@@ -53,6 +54,12 @@ holds operator and engine.`,
 	f.StringVar(&o.watchNamespace, "watch-namespace", os.Getenv("WATCH_NAMESPACE"),
 		"comma-separated namespaces to watch; empty watches all (env WATCH_NAMESPACE)")
 	f.StringVar(&o.MetricsAddress, "metrics-bind-address", ":8080", `address of the operator's /metrics; "0" turns it off`)
+	f.BoolVar(&o.SecureMetrics, "metrics-secure", true,
+		"serve /metrics over HTTPS to clients whose Kubernetes token may get the nonResourceURL /metrics (TokenReview, SubjectAccessReview); false serves plain HTTP to anyone")
+	f.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "",
+		"directory with tls.crt and tls.key for the HTTPS /metrics; empty: a self-signed certificate generated in memory")
+	f.StringVar(&o.allowedBootstrap, "allowed-bootstrap-servers", os.Getenv("ALLOWED_BOOTSTRAP_SERVERS"),
+		"comma-separated host:port patterns (* matches any characters but ':', e.g. *.kafka.svc:9092,kafka-*.example.com:*) a KafkaMirror's bootstrap servers must match; empty allows any (env ALLOWED_BOOTSTRAP_SERVERS)")
 	f.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica through a Lease (turn on when running more than one replica)")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"),
@@ -72,6 +79,7 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 	o.Logger = log
 
 	o.WatchNamespaces = splitNamespaces(o.watchNamespace)
+	o.AllowedBootstrapServers = splitNamespaces(o.allowedBootstrap)
 	var cfg *rest.Config
 	if o.kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
@@ -86,7 +94,8 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	log.Info("Configured the operator", "version", cli.Version(), "engineImage", o.Image,
-		"watchNamespaces", o.WatchNamespaces, "leaderElection", o.LeaderElection)
+		"watchNamespaces", o.WatchNamespaces, "leaderElection", o.LeaderElection,
+		"secureMetrics", o.SecureMetrics, "allowedBootstrapServers", o.AllowedBootstrapServers)
 	if err := mgr.Start(cmd.Context()); err != nil {
 		return fmt.Errorf("while running the manager: %w", err)
 	}
@@ -102,7 +111,8 @@ func envOr(key, def string) string {
 	return def
 }
 
-// splitNamespaces parses --watch-namespace: a comma-separated list, blanks ignored.
+// splitNamespaces parses --watch-namespace and --allowed-bootstrap-servers: a
+// comma-separated list, blanks ignored.
 func splitNamespaces(s string) []string {
 	var out []string
 	for _, ns := range strings.Split(s, ",") {

@@ -32,16 +32,19 @@ func TestManagerFlagDefaults(t *testing.T) {
 	}{
 		"no environment": {
 			want: map[string]string{"engine-image": defaultImageRepository + ":" + cli.Version(), "watch-namespace": "",
-				"leader-elect": "false", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081"},
+				"leader-elect": "false", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081",
+				"metrics-secure": "true", "metrics-cert-dir": "", "allowed-bootstrap-servers": ""},
 		},
 		"from the environment": {
-			env:  map[string]string{"KAFKA_MIRROR_IMAGE": "example.com/km:1", "WATCH_NAMESPACE": "a,b", "POD_NAMESPACE": "ops"},
-			want: map[string]string{"engine-image": "example.com/km:1", "watch-namespace": "a,b", "leader-election-namespace": "ops"},
+			env: map[string]string{"KAFKA_MIRROR_IMAGE": "example.com/km:1", "WATCH_NAMESPACE": "a,b", "POD_NAMESPACE": "ops",
+				"ALLOWED_BOOTSTRAP_SERVERS": "*.kafka.svc:9092"},
+			want: map[string]string{"engine-image": "example.com/km:1", "watch-namespace": "a,b", "leader-election-namespace": "ops",
+				"allowed-bootstrap-servers": "*.kafka.svc:9092"},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			for _, k := range []string{"KAFKA_MIRROR_IMAGE", "WATCH_NAMESPACE", "POD_NAMESPACE"} {
+			for _, k := range []string{"KAFKA_MIRROR_IMAGE", "WATCH_NAMESPACE", "POD_NAMESPACE", "ALLOWED_BOOTSTRAP_SERVERS"} {
 				t.Setenv(k, tc.env[k])
 			}
 			flags := newManagerCommand().Flags()

@@ -26,6 +26,9 @@ type KafkaMirrorReconciler struct {
 	Recorder events.EventRecorder
 	// Image is the mirror image used when spec.pod.image is empty: the operator's own.
 	Image string
+	// AllowedBootstrapServers bounds the Kafka clusters a KafkaMirror may name; the zero
+	// value allows every address.
+	AllowedBootstrapServers BootstrapAllowList
 }
 
 // Least privilege: server-side apply needs create and patch (no update); the status is
@@ -41,8 +44,9 @@ type KafkaMirrorReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs the steps for one KafkaMirror: validate -> read Secrets -> sync
-// topics -> write children -> status (in a defer, once). A spec error stalls the
+// Reconcile runs the steps for one KafkaMirror: validate -> check the bootstrap servers
+// against the allow-list -> read Secrets -> sync topics -> write children -> status (in
+// a defer, once). A spec error or a refused bootstrap server stalls the
 // KafkaMirror and is not retried; an unreachable cluster or missing Secret still writes
 // the children, is reported in status and retried with backoff. Every reconcile is
 // requeued after topicSyncInterval to find new topics and partition expansion.
@@ -63,7 +67,10 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}()
 
-	if obs.config, obs.invalid = validate(m); obs.invalid != nil {
+	if obs.config, obs.invalid = validate(m); obs.invalid == nil {
+		obs.invalid = checkReach(m, r.AllowedBootstrapServers)
+	}
+	if obs.invalid != nil {
 		// The running Deployment keeps its last good config until the spec is fixed.
 		return ctrl.Result{}, reconcile.TerminalError(obs.invalid)
 	}

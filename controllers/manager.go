@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -42,6 +43,16 @@ type ManagerOptions struct {
 	WatchNamespaces []string
 	// MetricsAddress serves the operator's Prometheus metrics; "0" turns them off.
 	MetricsAddress string
+	// SecureMetrics serves /metrics over HTTPS, only to clients that authenticate with a
+	// Kubernetes token (TokenReview) and may `get` the nonResourceURL /metrics
+	// (SubjectAccessReview). `kafka-mirror manager` turns it on by default.
+	SecureMetrics bool
+	// MetricsCertDir holds tls.crt and tls.key for the HTTPS metrics server; empty (or a
+	// directory without them) serves a self-signed certificate generated in memory.
+	MetricsCertDir string
+	// AllowedBootstrapServers are host:port patterns (`*` for any run of characters but
+	// ':') a KafkaMirror's bootstrap servers must match; empty allows every address.
+	AllowedBootstrapServers []string
 	// HealthProbeAddress serves /healthz and /readyz; "0" turns them off.
 	HealthProbeAddress string
 	// LeaderElection makes replicas of the operator elect one leader through a Lease;
@@ -93,6 +104,10 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 4
 	}
+	allowed, err := NewBootstrapAllowList(o.AllowedBootstrapServers)
+	if err != nil {
+		return nil, fmt.Errorf("while reading the allowed bootstrap servers: %w", err)
+	}
 	// The operator caches only the children it manages (by label), not every
 	// Deployment, ConfigMap and Service of the cluster.
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{labelManagedBy: FieldOwner})}
@@ -105,7 +120,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 			&corev1.Service{}:               managed,
 			&policyv1.PodDisruptionBudget{}: managed,
 		}},
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress},
+		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.HealthProbeAddress,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              o.LeaderElectionID,
@@ -145,11 +160,29 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 		Scheme:    mgr.GetScheme(),
 		Recorder:  mgr.GetEventRecorder(FieldOwner),
 		Image:     o.Image,
+
+		AllowedBootstrapServers: allowed,
 	}
 	if err := r.SetupWithManager(mgr, o); err != nil {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// metricsOptions serves /metrics as o says: plain HTTP, or (SecureMetrics) HTTPS with
+// controller-runtime's authentication and authorisation filter, as kubebuilder's layout
+// does. The filter asks the API server: a TokenReview for the bearer token, then a
+// SubjectAccessReview for `get` on the nonResourceURL /metrics.
+func metricsOptions(o ManagerOptions) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.MetricsAddress}
+	if o.SecureMetrics {
+		opts.SecureServing = true
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		// Without tls.crt and tls.key in CertDir, controller-runtime generates a
+		// self-signed certificate in memory (nothing is written to disk).
+		opts.CertDir = o.MetricsCertDir
+	}
+	return opts
 }
 
 // SetupWithManager registers the controller: KafkaMirrors (spec changes only, so the

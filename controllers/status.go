@@ -62,11 +62,15 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 	}
 
 	if obs.invalid != nil {
-		msg := obs.invalid.Error()
-		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec, msg)
-		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, "the spec must be fixed first; see the Stalled condition")
-		set(v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, msg)
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, msg)
+		msg, reason := obs.invalid.Error(), v1alpha1.ReasonInvalidSpec
+		var notAllowed *notAllowedError
+		if errors.As(obs.invalid, &notAllowed) {
+			reason = v1alpha1.ReasonBootstrapServerNotAllowed
+		}
+		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
+		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "the spec must be fixed first; see the Stalled condition")
+		set(v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, reason, msg)
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
 		return st
 	}
 	set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonReconciled, "the spec is valid")
@@ -210,12 +214,13 @@ func (r *KafkaMirrorReconciler) finalizeStatus(ctx context.Context, m *v1alpha1.
 
 // warningReasons are the reasons a person can act on; the others are Normal events.
 var warningReasons = map[string]bool{
-	v1alpha1.ReasonInvalidSpec:       true,
-	v1alpha1.ReasonSecretNotFound:    true,
-	v1alpha1.ReasonSourceUnreachable: true,
-	v1alpha1.ReasonTargetUnreachable: true,
-	v1alpha1.ReasonTopicSyncFailed:   true,
-	v1alpha1.ReasonTopicSyncDisabled: true,
+	v1alpha1.ReasonInvalidSpec:               true,
+	v1alpha1.ReasonBootstrapServerNotAllowed: true,
+	v1alpha1.ReasonSecretNotFound:            true,
+	v1alpha1.ReasonSourceUnreachable:         true,
+	v1alpha1.ReasonTargetUnreachable:         true,
+	v1alpha1.ReasonTopicSyncFailed:           true,
+	v1alpha1.ReasonTopicSyncDisabled:         true,
 }
 
 // recordTransitions emits an event when Ready or TopicsSynced changes reason, and one

@@ -50,7 +50,7 @@ const (
 
 // managedNamespaces are the namespaces the suite's manager watches; each test uses its
 // own. The leader-election test runs its own managers in another namespace.
-var managedNamespaces = []string{"t-basic", "t-secret", "t-unreachable", "t-invalid", "t-scale", "t-nosync", "t-tls"}
+var managedNamespaces = []string{"t-basic", "t-secret", "t-unreachable", "t-invalid", "t-scale", "t-nosync", "t-tls", "t-reach"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -116,6 +116,7 @@ func runSuite(m *testing.M) (int, error) {
 	mgr, err := NewManager(cfg, ManagerOptions{
 		Image:                        testImage,
 		WatchNamespaces:              managedNamespaces,
+		AllowedBootstrapServers:      suiteAllowedBootstrapServers,
 		MetricsAddress:               "0",
 		HealthProbeAddress:           "0",
 		SkipControllerNameValidation: true,

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,7 +18,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
@@ -145,4 +149,52 @@ func TestMutualTLSFromSecrets(t *testing.T) {
 		t.Fatalf("message %q does not name the %s", c.Message, want)
 	}
 	t.Logf("without a client certificate: %s", c.Message)
+
+	t.Run("a refused client certificate reaches status as a cause, never as PEM", func(t *testing.T) {
+		// A certificate from another CA: the broker ends the handshake.
+		untrusted := newTestPKI(t)
+		create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "untrusted-client"}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{corev1.TLSCertKey: untrusted.clientCert, corev1.TLSPrivateKeyKey: untrusted.clientKey}})
+		create(t, testMirror(ns, "untrusted-cert", `tls\..*`, func(m *v1alpha1.KafkaMirror) {
+			m.Spec.Target = v1alpha1.ClusterSpec{BootstrapServers: target.ListenAddrs(), TLS: &v1alpha1.TLSSpec{
+				CASecretRef:   &v1alpha1.SecretKeyReference{Name: "target-ca"},
+				CertSecretRef: &v1alpha1.SecretReference{Name: "untrusted-client"},
+			}}
+		}))
+		_, c := waitCondition(t, ns, "untrusted-cert", v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, v1alpha1.ReasonTargetUnreachable)
+		t.Logf("with an untrusted client certificate: %s", c.Message)
+
+		var mirrors v1alpha1.KafkaMirrorList
+		var events eventsv1.EventList
+		for _, l := range []client.ObjectList{&mirrors, &events} {
+			if err := env.client.List(context.Background(), l, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		places := map[string]string{"logs": env.logs.String()}
+		for what, obj := range map[string]any{"KafkaMirrors": mirrors, "events": events} {
+			b, err := yaml.Marshal(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			places[what] = string(b)
+		}
+		for what, text := range places {
+			if strings.Contains(text, "-----BEGIN") {
+				t.Errorf("a PEM block appears in the %s", what)
+			}
+			for _, pemData := range [][]byte{pki.clientCert, pki.clientKey, untrusted.clientCert, untrusted.clientKey} {
+				if line := pemBodyLine(pemData); strings.Contains(text, line) {
+					t.Errorf("a line of a client certificate or key appears in the %s", what)
+				}
+			}
+		}
+	})
+}
+
+// pemBodyLine returns the first base64 line of a PEM block: found anywhere, the
+// certificate or key has leaked.
+func pemBodyLine(data []byte) string {
+	lines := strings.Split(string(data), "\n")
+	return lines[1]
 }

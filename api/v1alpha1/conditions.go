@@ -36,6 +36,11 @@ const (
 	// ReasonInvalidSpec (Stalled=True, Ready=False, TopicsSynced=False): the spec
 	// failed validation; the message names the field and the reason.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonBootstrapServerNotAllowed (Stalled=True, Ready=False, TopicsSynced=False): a
+	// bootstrap server of the spec is outside the operator's allowed bootstrap servers
+	// (--allowed-bootstrap-servers); the operator does not connect to it. The message
+	// names the field, e.g. spec.source.bootstrapServers[0].
+	ReasonBootstrapServerNotAllowed = "BootstrapServerNotAllowed"
 
 	// ReasonTopicsInSync (TopicsSynced=True): every selected topic has its target with
 	// the source's partition count.

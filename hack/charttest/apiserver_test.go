@@ -100,6 +100,10 @@ func TestInstallOnAPIServer(t *testing.T) {
 			checkAccess(ctx, t, c, sa, namespace, rules)
 		}
 		checkLeaderElection(ctx, t, c, sa, releaseNamespace)
+		checkMetricsAuth(ctx, t, c, sa)
+		if nonResourceAllowed(ctx, t, c, sa, "/metrics", "get") {
+			t.Errorf("the operator's own ServiceAccount may read /metrics; only scrapers bound to the metrics-reader role should")
+		}
 	})
 	t.Run("the operator runs as the chart's ServiceAccount, cluster-wide", func(t *testing.T) {
 		createNamespaces(t, c, "team-b")
@@ -122,9 +126,17 @@ func TestInstallOnAPIServer(t *testing.T) {
 			}
 		}
 		checkLeaderElection(ctx, t, c, sa, "ops-ns")
+		// The HTTPS metrics' reviews are cluster-scoped: granted also to a namespaced operator.
+		checkMetricsAuth(ctx, t, c, sa)
 	})
 	t.Run("the operator runs as the namespaced chart's ServiceAccount", func(t *testing.T) {
 		runControllerAs(t, cfg, c, serviceAccountUser("ops-ns", "team-cd-kafka-mirror-operator"), []string{"team-c", "team-d"}, "team-d")
+	})
+	t.Run("the metrics-reader role lets a scraper get /metrics", func(t *testing.T) {
+		checkMetricsReader(ctx, t, c)
+	})
+	t.Run("the admission policy refuses bootstrap servers outside the allow-list", func(t *testing.T) {
+		checkAdmissionPolicy(ctx, t, c)
 	})
 }
 

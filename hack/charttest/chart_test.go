@@ -81,6 +81,9 @@ func TestChartDefaults(t *testing.T) {
 		"ClusterRole/kafkamirror-edit",
 		"ClusterRole/" + fullname + "-manager",
 		"ClusterRoleBinding/" + fullname + "-manager",
+		"ClusterRole/" + fullname + "-metrics-auth",
+		"ClusterRoleBinding/" + fullname + "-metrics-auth",
+		"ClusterRole/" + fullname + "-metrics-reader",
 		"Role/" + fullname + "-leader-election",
 		"RoleBinding/" + fullname + "-leader-election",
 		"Service/" + fullname + "-metrics",
@@ -270,11 +273,16 @@ func TestChartValues(t *testing.T) {
 				if want := []string{"team-a", "team-b"}; !slices.Equal(roleNamespaces, want) || !slices.Equal(bindingNamespaces, want) {
 					t.Errorf("manager Roles in %v, RoleBindings in %v; want both in %v", roleNamespaces, bindingNamespaces, want)
 				}
-				if len(find(objs, "ClusterRoleBinding")) != 0 {
-					t.Errorf("a namespaced install must not bind any ClusterRole: %s", describeObjects(objs))
+				// TokenReviews and SubjectAccessReviews (for the HTTPS metrics) are
+				// cluster-scoped: that ClusterRole is the only one a namespaced install binds.
+				for _, crb := range find(objs, "ClusterRoleBinding") {
+					if crb.GetName() != fullname+"-metrics-auth" {
+						t.Errorf("a namespaced install binds ClusterRoleBinding %s; only the metrics-auth one is expected", crb.GetName())
+					}
 				}
 				for _, cr := range find(objs, "ClusterRole") {
-					if cr.GetName() != "kafkamirror-view" && cr.GetName() != "kafkamirror-edit" {
+					if name := cr.GetName(); name != "kafkamirror-view" && name != "kafkamirror-edit" &&
+						name != fullname+"-metrics-auth" && name != fullname+"-metrics-reader" {
 						t.Errorf("unexpected ClusterRole %s in a namespaced install", cr.GetName())
 					}
 				}
@@ -426,6 +434,12 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		"namespace list with a space":     {set: "watchNamespace=a\\, b", want: "at '/watchNamespace': 'a, b' does not match pattern"},
 		"port out of range":               {set: "metrics.port=70000", want: "at '/metrics/port': maximum: got 70,000, want 65,535"},
 		"bad pull policy":                 {set: "image.pullPolicy=Sometimes", want: "at '/image/pullPolicy': value must be one of"},
+		"bootstrap pattern without port":  {set: "allowedBootstrapServers={kafka.svc}", want: "at '/allowedBootstrapServers/0': 'kafka.svc' does not match pattern"},
+		"bootstrap pattern with a quote":  {set: "allowedBootstrapServers={k'a:9092}", want: "at '/allowedBootstrapServers/0'"},
+		"unknown admission action":        {set: "admissionPolicy.validationActions={Reject}", want: "at '/admissionPolicy/validationActions/0': value must be one of"},
+		"unknown network policy key":      {set: "networkPolicy.operator.ingress=x", want: "at '/networkPolicy/operator': additional properties 'ingress' not allowed"},
+		"string for metrics.secure":       {set: "metrics.secure=no", want: "at '/metrics/secure': got string, want boolean"},
+		"Kafka port out of range":         {set: "networkPolicy.kafkaPorts={0}", want: "at '/networkPolicy/kafkaPorts/0': minimum"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -498,6 +512,8 @@ func TestChartMatchesConfig(t *testing.T) {
 			"leader-election Role": {filepath.Join(rbacDir, "leader_election_role.yaml"), one(t, objs, "Role", fullname+"-leader-election")},
 			"kafkamirror-view":     {filepath.Join(rbacDir, "kafkamirror_viewer_role.yaml"), one(t, objs, "ClusterRole", "kafkamirror-view")},
 			"kafkamirror-edit":     {filepath.Join(rbacDir, "kafkamirror_editor_role.yaml"), one(t, objs, "ClusterRole", "kafkamirror-edit")},
+			"metrics-auth":         {filepath.Join(rbacDir, "metrics_auth_role.yaml"), one(t, objs, "ClusterRole", fullname+"-metrics-auth")},
+			"metrics-reader":       {filepath.Join(rbacDir, "metrics_reader_role.yaml"), one(t, objs, "ClusterRole", fullname+"-metrics-reader")},
 		} {
 			want := readObject(t, c.file)
 			if got := field(t, c.rendered, "rules"); !reflect.DeepEqual(got, field(t, want, "rules")) {

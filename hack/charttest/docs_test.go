@@ -94,6 +94,10 @@ func TestSecurityDocMatchesRBAC(t *testing.T) {
 	for _, r := range declaredRules(t) {
 		want[r.group+"/"+r.resource] = append(want[r.group+"/"+r.resource], r.verbs...)
 	}
+	// The HTTPS metrics' TokenReviews and SubjectAccessReviews (a ClusterRole of its own).
+	for key, verbs := range grantedVerbs(t, readObject(t, filepath.Join(root, "config", "rbac", "metrics_auth_role.yaml"))) {
+		want[key] = append(want[key], verbs...)
+	}
 	leader := readObject(t, filepath.Join(root, "config", "rbac", "leader_election_role.yaml"))
 	for key, verbs := range grantedVerbs(t, leader) {
 		if strings.HasSuffix(key, "/leases") {
