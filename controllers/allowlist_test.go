@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 // suiteAllowedBootstrapServers is the suite manager's allow-list: the kfake clusters
@@ -174,7 +175,7 @@ func TestBootstrapServerNotAllowed(t *testing.T) {
 
 	t.Run("a Warning event names the field and no credential leaks", func(t *testing.T) {
 		var events eventsv1.EventList
-		eventually(t, 45*time.Second, func() error {
+		testutil.Eventually(t, 45*time.Second, func() error {
 			if err := env.client.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
 				return err
 			}
@@ -211,7 +212,7 @@ func TestBootstrapServerNotAllowed(t *testing.T) {
 	}
 
 	t.Run("an allowed address clears Stalled", func(t *testing.T) {
-		eventually(t, 90*time.Second, func() error {
+		testutil.Eventually(t, 90*time.Second, func() error {
 			m := &v1alpha1.KafkaMirror{}
 			if err := get(m, ns, "outside-source"); err != nil {
 				return err
@@ -220,6 +221,6 @@ func TestBootstrapServerNotAllowed(t *testing.T) {
 			return env.client.Update(context.Background(), m)
 		})
 		waitCondition(t, ns, "outside-source", v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonReconciled)
-		eventually(t, 90*time.Second, func() error { return get(&appsv1.Deployment{}, ns, "outside-source-mirror") })
+		testutil.Eventually(t, 90*time.Second, func() error { return get(&appsv1.Deployment{}, ns, "outside-source-mirror") })
 	})
 }

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 func TestMetricsOptions(t *testing.T) {
@@ -154,7 +156,7 @@ func TestSecureMetrics(t *testing.T) {
 			var code int
 			var body string
 			// RBAC and the server settle within seconds; the verdict then never changes.
-			eventually(t, 45*time.Second, func() error {
+			testutil.Eventually(t, 45*time.Second, func() error {
 				var err error
 				if code, body, err = scrape(tc.token); err != nil {
 					return err

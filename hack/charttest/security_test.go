@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/controllers"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 // TestChartSecurityValues renders the values of docs/security.md's controls: the HTTPS
@@ -251,7 +252,7 @@ func checkMetricsReader(ctx context.Context, t *testing.T, c client.Client) {
 	if err := c.Create(ctx, binding); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		if !nonResourceAllowed(ctx, t, c, scraper, "/metrics", "get") {
 			return fmt.Errorf("%s bound to %s may not get /metrics", scraper.name, binding.RoleRef.Name)
 		}
@@ -290,7 +291,7 @@ func checkAdmissionPolicy(ctx context.Context, t *testing.T, c client.Client) {
 	}
 	const refusedSource = `spec.source.bootstrapServers: evil.example.com:9092 not in the allowed bootstrap servers (*.kafka.svc:9092,kafka-*.example.com:*)`
 	// The policy takes effect once the API server has loaded it: wait for the first refusal.
-	eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		err := c.Create(ctx, mirror("vap-team", "evil.example.com:9092", "a.kafka.svc:9092"), client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), refusedSource) {
 			return fmt.Errorf("creating a KafkaMirror with source evil.example.com:9092: %v, want refused with %q", err, refusedSource)
