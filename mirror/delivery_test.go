@@ -204,6 +204,16 @@ func TestDeliveryTimeoutStopsPromptly(t *testing.T) {
 
 	// Nothing committed past what the target holds; the restart mirrors the rest.
 	committed := testutil.CommittedOffsets(t, c.source.ListenAddrs(), "mirror-test", testTopic, partitions)
+	// The failed engine's producer may still be retrying in the background. In a real
+	// restart its process is gone; in this one process its late writes would land
+	// between the restarted engine's, so the test waits for it to end (Closed), bounded
+	// by three times its retry budget (deliveryTimeout) plus sarama's read timeout.
+	closeCeiling := 3 * (deliveryTimeout + 30*time.Second)
+	select {
+	case <-r.e.Closed():
+	case <-time.After(closeCeiling):
+		t.Fatalf("the failed engine's producer and clients had not closed %v after Run returned", closeCeiling)
+	}
 	f.setCut(false)
 	have := readTarget(t, c.target, testTopic, 0, time.Second, 20*time.Second)
 	for p := int32(0); p < partitions; p++ {

@@ -93,6 +93,7 @@ type Engine struct {
 	failOnce sync.Once
 	failErr  error
 	failed   chan struct{} // closed on the first fatal error
+	closed   chan struct{} // closed when everything Run started has ended (Closed)
 	aborted  atomic.Bool
 	abortCh  chan struct{}
 	abortMu  sync.Mutex
@@ -136,6 +137,7 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 		topics:      newTopicSet(),
 		streamSeen:  make([]atomic.Bool, cfg.Streams),
 		failed:      make(chan struct{}),
+		closed:      make(chan struct{}),
 		abortCh:     make(chan struct{}),
 		limits:      &sizeLimits{override: cfg.ProducerMaxMessageBytes()},
 		budget:      newByteBudget(inFlightBytesFor(cfg.MaxInFlightBytes, cgroupMemoryMax)),
@@ -210,6 +212,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		return errors.New("the engine has already run; build a new one with New")
 	}
 	defer e.returned.Store(true)
+	// Run returns within its shutdown deadline even when a cluster does not answer; the
+	// parts it then leaves closing (lingering) end by themselves, and Closed tells when.
+	var lingering sync.WaitGroup
+	defer func() { go func() { lingering.Wait(); close(e.closed) }() }()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e.abortMu.Lock()
@@ -274,7 +280,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	// single-record producer is closed only once the batching one returned everything:
 	// a batch the target refused as too large is sent again through it (resendAlone).
 	acksDone := make(chan struct{})
+	lingering.Add(1)
 	go func() {
+		defer lingering.Done()
 		defer close(acksDone)
 		singleDone := make(chan struct{})
 		go func() { defer close(singleDone); e.readAcks(e.single) }()
@@ -308,7 +316,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	// will be committed and the producer is likely stuck on the failure.
 	deadline := e.closeDeadline(stoppedAt.Load())
 	bgDone := make(chan struct{})
-	go func() { defer close(bgDone); _ = bg.Wait() }()
+	lingering.Add(1)
+	go func() { defer lingering.Done(); defer close(bgDone); _ = bg.Wait() }()
 	// The topic loop may be inside an admin request to a cluster that hangs.
 	waitUntil(deadline, bgDone)
 
@@ -326,13 +335,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	// deadline; the process exiting after Run frees whatever is left.
 	connsOpen = false
 	closed := make(chan struct{})
-	go func() { defer close(closed); conns.close() }()
+	lingering.Add(1)
+	go func() { defer lingering.Done(); defer close(closed); conns.close() }()
 	if !waitUntil(deadline, closed) {
 		e.log.Info("Left the connections to the clusters closing in the background: a broker has not answered")
 	}
 	// Caught-up probes read the source; closing the clients ends one waiting for an answer.
 	probesDone := make(chan struct{})
-	go func() { defer close(probesDone); e.caughtUp.wait() }()
+	lingering.Add(1)
+	go func() { defer lingering.Done(); defer close(probesDone); e.caughtUp.wait() }()
 	waitUntil(deadline, probesDone)
 
 	select {
@@ -399,6 +410,15 @@ func (e *Engine) awaitKeeper(done chan struct{}, deadline time.Time) {
 		e.log.Info("Stopped waiting to write the progress to the target cluster; the source group holds it")
 	}
 }
+
+// Closed returns a channel that is closed once everything Run started has ended, the
+// producers and the cluster clients included. Run itself returns within its shutdown
+// deadline (the drain after a stop, a few seconds after a fatal error) even when a
+// target does not answer, and leaves a producer that is still retrying to finish in
+// the background; a process exits then, which ends it. A program that runs another
+// engine in the same process after this one stopped on a fatal error waits for Closed
+// first, or the old producer's retries could land between the new engine's writes.
+func (e *Engine) Closed() <-chan struct{} { return e.closed }
 
 // errAborted marks the stop caused by Abort.
 var errAborted = errors.New("the engine was aborted")
