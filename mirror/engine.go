@@ -61,25 +61,16 @@ type Engine struct {
 	parts    partitionRegistry
 	topics   topicSet
 
-	// Set by Run before the streams start: the batching and the single-record
-	// producers (see sizeLimits) and the single one's client.
-	producer     sarama.AsyncProducer
-	single       sarama.AsyncProducer
-	singleClient sarama.Client
-	targets      *targetTopics
-	limits       *sizeLimits
-	budget       *byteBudget
-	keeper       *progressKeeper
-	caughtUp     *caughtUp
-
-	outPool sync.Pool
+	// sender owns the producers, their acks, the size limits and the byte budget.
+	sender *sender
+	// Set by Run once connected.
+	keeper   *progressKeeper
+	caughtUp *caughtUp
 
 	httpAddrMu  sync.Mutex
 	httpAddress string
 
-	commits, rebalances, sendErrors atomic.Int64
-	// resent counts records sent again alone after their batch was refused as too large.
-	resent atomic.Int64
+	commits, rebalances atomic.Int64
 	// joined counts streams that started at least one group session.
 	joined     atomic.Int64
 	streamSeen []atomic.Bool
@@ -137,10 +128,8 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 		streamSeen:  make([]atomic.Bool, cfg.Streams),
 		failed:      make(chan struct{}),
 		abortCh:     make(chan struct{}),
-		limits:      &sizeLimits{override: cfg.ProducerMaxMessageBytes()},
-		budget:      newByteBudget(inFlightBytesFor(cfg.MaxInFlightBytes, cgroupMemoryMax)),
 	}
-	e.outPool.New = func() any { return new(outMsg) }
+	e.sender = newSender(cfg, e.log, e.kafkaOpts, m, e.fail, e.failed)
 	e.parts = partitionRegistry{parts: map[partitionKey]*partitionState{}, m: e.metrics}
 
 	reg := o.registerer
@@ -155,7 +144,7 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 	} else {
 		e.gatherer = prometheus.DefaultGatherer
 	}
-	if err := e.metrics.register(reg, &e.parts, e.budget); err != nil {
+	if err := e.metrics.register(reg, &e.parts, e.sender.budget); err != nil {
 		return nil, fmt.Errorf("while registering metrics: %w", err)
 	}
 
@@ -233,8 +222,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	connsOpen, producerOpen := true, false
 	defer func() {
 		if producerOpen {
-			_ = e.producer.Close()
-			_ = e.single.Close()
+			_ = e.sender.producer.Close()
+			_ = e.sender.single.Close()
 		}
 		if connsOpen {
 			conns.close()
@@ -250,7 +239,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	// The producers are sized by the limits of the target topics the first topic loop
 	// synced and read.
-	if err := e.openProducers(conns); err != nil {
+	if err := e.sender.openProducers(conns, e.targetTopicNames()); err != nil {
 		stopBackground()
 		return err
 	}
@@ -270,18 +259,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	stopKeeper, keeperDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(keeperDone); e.keeper.run(stopKeeper, e.abortCh) }()
 
-	// Acks are read until the producers are closed, after the streams drained. The
-	// single-record producer is closed only once the batching one returned everything:
-	// a batch the target refused as too large is sent again through it (resendAlone).
+	// Acks are read until the producers are closed, after the streams drained.
 	acksDone := make(chan struct{})
-	go func() {
-		defer close(acksDone)
-		singleDone := make(chan struct{})
-		go func() { defer close(singleDone); e.readAcks(e.single) }()
-		e.readAcks(e.producer)
-		e.single.AsyncClose()
-		<-singleDone
-	}()
+	go func() { defer close(acksDone); e.sender.readAllAcks() }()
 
 	// The shutdown's clock starts when ctx ends (a stop, a fatal error), as each
 	// session's drain does, not when the streams are done.
@@ -313,7 +293,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	waitUntil(deadline, bgDone)
 
 	producerOpen = false
-	e.producer.AsyncClose()
+	e.sender.producer.AsyncClose()
 	if !waitUntil(deadline, acksDone) {
 		e.log.Info("Stopped waiting for the target to ack the records in flight; they are not committed and will be mirrored again after a restart")
 	}

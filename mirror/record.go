@@ -30,7 +30,7 @@ type claimState struct {
 	rec     handler.Record
 	outs    []*handler.Record
 	pending []*outMsg
-	// via is the producer this claim sent its last record through (see Engine.admit).
+	// via is the producer this claim sent its last record through (see sender.admit).
 	via route
 
 	// sendCtx bounds handing a record to the producer: it ends the drain limit after
@@ -59,7 +59,7 @@ func (e *Engine) mirrorRecord(ctx context.Context, c *claimState, m *sarama.Cons
 		if err := e.awaitTarget(ctx, c, c.target, m.Partition); err != nil {
 			return err
 		}
-		o := e.getOut()
+		o := e.sender.getOut()
 		o.msg.Topic = c.target
 		o.msg.Partition = m.Partition
 		o.msg.Timestamp = m.Timestamp
@@ -70,13 +70,13 @@ func (e *Engine) mirrorRecord(ctx context.Context, c *claimState, m *sarama.Cons
 		o.msg.Headers = o.headers
 		e.fill(o, c, m, now)
 		c.pending = append(c.pending[:0], o)
-		if err := e.admit(ctx, c, c.pending); err != nil {
-			e.putOut(o)
+		if err := e.sender.admit(ctx, c, c.pending); err != nil {
+			e.sender.putOut(o)
 			return err
 		}
 		o.ticket = c.tracker.Add(m.Offset, 1)
-		if !e.send(c.sendCtx, o) {
-			e.budget.release(o.budgeted)
+		if !e.sender.send(c.sendCtx, o) {
+			e.sender.budget.release(o.budgeted)
 			return e.notSent(c, o)
 		}
 		return nil
@@ -92,7 +92,7 @@ var errStopped = fmt.Errorf("the engine stopped")
 func (e *Engine) notSent(c *claimState, o *outMsg) error {
 	c.unsent = 1
 	c.part.setUnsent(c.unsent)
-	e.putOut(o)
+	e.sender.putOut(o)
 	if e.isFailed() {
 		return errStopped
 	}
@@ -146,7 +146,7 @@ func (e *Engine) mirrorThroughChain(ctx context.Context, c *claimState, m *saram
 	// started.
 	pending := c.pending[:0]
 	for _, out := range outs {
-		o := e.getOut()
+		o := e.sender.getOut()
 		o.msg.Topic = e.targetName(c, out.Topic)
 		o.msg.Partition = out.Partition
 		o.msg.Timestamp = out.Timestamp
@@ -160,23 +160,23 @@ func (e *Engine) mirrorThroughChain(ctx context.Context, c *claimState, m *saram
 	}
 	c.pending = pending
 	defer clear(c.pending)
-	if err := e.admit(ctx, c, pending); err != nil {
+	if err := e.sender.admit(ctx, c, pending); err != nil {
 		for _, o := range pending {
-			e.putOut(o)
+			e.sender.putOut(o)
 		}
 		return err
 	}
 	tk := c.tracker.Add(m.Offset, len(pending))
 	for i, o := range pending {
 		o.ticket = tk
-		if !e.send(c.sendCtx, o) {
+		if !e.sender.send(c.sendCtx, o) {
 			// The outputs not sent give their bytes back; the record stays un-acked,
 			// so no commit passes it.
 			for _, rest := range pending[i:] {
-				e.budget.release(rest.budgeted)
+				e.sender.budget.release(rest.budgeted)
 			}
 			for _, rest := range pending[i+1:] {
-				e.putOut(rest)
+				e.sender.putOut(rest)
 			}
 			return e.notSent(c, o)
 		}

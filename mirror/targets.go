@@ -128,7 +128,7 @@ func (e *Engine) awaitTarget(ctx context.Context, c *claimState, topic string, p
 	}
 	retry := newBackoff(targetWaitMin, targetWaitMax)
 	for attempt := 0; ; attempt++ {
-		n, err := e.targets.check(ctx, topic, partition, attempt > 0)
+		n, err := e.sender.targets.check(ctx, topic, partition, attempt > 0)
 		if err == nil {
 			if c.ready == nil {
 				c.ready = make(map[string]int32)
