@@ -107,14 +107,14 @@ func (s *stream) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Con
 			// The claim ended by itself (its partition consumer stopped): the session
 			// ends because this ConsumeClaim returns, so its drain starts now.
 			var cancel context.CancelFunc
-			drain, cancel = context.WithTimeout(ss.drain, e.drainLimit)
+			drain, cancel = context.WithTimeout(ss.drain, e.life.drainLimit)
 			defer cancel()
 		}
 		// A record that was never handed to the producer (c.unsent) is never acked;
 		// the drain waits for the others only.
 		if err := c.tracker.WaitBelow(drain, 1+c.unsent); err != nil && !e.isFailed() {
 			s.log.Info("Timed out draining a released partition; committing what the target acked",
-				"topic", c.topic, "partition", part.partition, "inFlight", c.tracker.InFlight(), "drainLimit", e.drainLimit)
+				"topic", c.topic, "partition", part.partition, "inFlight", c.tracker.InFlight(), "drainLimit", e.life.drainLimit)
 		}
 	}
 	// After a fatal error the commit point still stops below the failed record, which is

@@ -56,7 +56,7 @@ type sessionState struct {
 	stop     chan struct{}
 	done     chan struct{}
 
-	// drain ends e.drainLimit after the session's context ended (a stop, a rebalance),
+	// drain ends e.life.drainLimit after the session's context ended (a stop, a rebalance),
 	// or at once when the engine fails: every claim of the session drains until then.
 	// final ends finalCommitLimit later: the session's last commits retry until then.
 	drain, final        context.Context
@@ -165,8 +165,8 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
-	ss.drain, ss.endDrain = afterEnd(sess.Context(), e.drainLimit, e.failed)
-	ss.final, ss.endFinals = afterEnd(sess.Context(), e.drainLimit+finalCommitLimit, e.abortCh)
+	ss.drain, ss.endDrain = afterEnd(sess.Context(), e.life.drainLimit, e.failed)
+	ss.final, ss.endFinals = afterEnd(sess.Context(), e.life.drainLimit+finalCommitLimit, e.abortCh)
 	s.mu.Lock()
 	s.cur = ss
 	s.mu.Unlock()
