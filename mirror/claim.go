@@ -298,7 +298,7 @@ func (c *claimState) targetName(topic string) string {
 // partition only: the others go on), logs once and sets the partition's waiting gauge.
 // It returns ctx's error when ctx ends first.
 func (c *claimState) awaitTarget(ctx context.Context, topic string, partition int32) error {
-	if n, ok := c.ready[topic]; ok && (!c.e.preserve || partition < n) {
+	if n, ok := c.ready[topic]; ok && (!c.s.preserve || partition < n) {
 		return nil
 	}
 	retry := newBackoff(targetWaitMin, targetWaitMax)

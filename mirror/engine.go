@@ -33,7 +33,6 @@ type Engine struct {
 	passThrough bool
 	listener    handler.RebalanceListener
 	sel         *topics.Selector
-	preserve    bool
 
 	metrics  *metrics
 	gatherer prometheus.Gatherer
@@ -98,7 +97,6 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 		passThrough: len(cfg.Handlers) == 0,
 		listener:    listener,
 		sel:         sel,
-		preserve:    cfg.Partitioning == config.PartitioningPreserve,
 		metrics:     m,
 		topics:      newTopicSet(),
 		streamSeen:  make([]atomic.Bool, cfg.Streams),
