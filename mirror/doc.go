@@ -3,13 +3,20 @@
 // the target cluster through one shared idempotent producer, and commits a source
 // offset only when the target acknowledged every record at or below it.
 //
-// The pieces, each in its own file:
-//   - engine.go: New, Run and the lifetime of everything Run starts;
-//   - stream.go: one consumer-group member and its sarama handler (Setup, ConsumeClaim,
-//     Cleanup), including the drain before a partition is released;
-//   - record.go: the per-record hot path from a source record to a producer message;
-//   - producer.go: the shared producer and the goroutine that turns acks into tracker
-//     acks (and a send that finally failed into the engine's error);
+// The pieces, each in its own file, one type per role:
+//   - engine.go: Engine, New and Run, the outline of everything Run starts, and the
+//     engine's fatal error (fail, Abort, Ready);
+//   - lifecycle.go: lifecycle, the connection to both clusters with retry and the
+//     deadlines that bound the stop (the drain limit, closeDeadline, waitUntil);
+//   - stream.go: one consumer-group member and its sarama handler (Setup, Cleanup) and
+//     the session's commits;
+//   - claim.go: a record's path through one claim (ConsumeClaim, the read loop, the
+//     handler chain, the wait for its target topic), including the drain before a
+//     partition is released;
+//   - sender.go: sender, the batching and single-record producers, their acks (and a
+//     send that finally failed into the engine's error), the outMsg pool; with
+//     limits.go (the size limits that route records between the two producers) and
+//     budget.go (the in-flight byte budget);
 //   - delivery.go: the deliveryTimeout watch, which stops the engine when a record has
 //     waited longer than deliveryTimeout for the target's ack;
 //   - commit.go: the commit step, behind a small interface so that an exactly-once

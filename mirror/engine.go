@@ -20,76 +20,42 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
-// fatalDrainLimit bounds the wait for the producer after a fatal error: the streams
-// have already committed everything acked, so waiting longer only delays the restart.
-const fatalDrainLimit = 3 * time.Second
-
-// Backoff between attempts to connect to the clusters at start: never a hot loop, and
-// a cluster that comes back is found within connectRetryMax.
-const (
-	connectRetryMin = time.Second
-	connectRetryMax = 30 * time.Second
-)
-
-// closeGrace is the least time Run gives the producer and the clients to close after
-// the streams ended, even when the drain deadline has already passed: against a
-// healthy target closing takes milliseconds.
-const closeGrace = time.Second
-
-// drainMargin is kept free inside the group's rebalance timeout after the drain, for
-// the commit and the rejoin.
-const drainMargin = 10 * time.Second
-
 // Engine mirrors the selected topics of one config. Build it with New and start it
 // with Run; an Engine runs once.
 type Engine struct {
-	cfg        *config.Config
-	log        logr.Logger
-	kafkaOpts  []kafka.Option
-	progress   time.Duration
-	drainLimit time.Duration
-	tune       func(*sarama.Config)
+	cfg       *config.Config
+	log       logr.Logger
+	kafkaOpts []kafka.Option
+	progress  time.Duration
+	tune      func(*sarama.Config)
 
 	chain       handler.Handler
 	passThrough bool
 	listener    handler.RebalanceListener
 	sel         *topics.Selector
-	preserve    bool
 
 	metrics  *metrics
 	gatherer prometheus.Gatherer
 	parts    partitionRegistry
 	topics   topicSet
 
-	// Set by Run before the streams start: the batching and the single-record
-	// producers (see sizeLimits) and the single one's client.
-	producer     sarama.AsyncProducer
-	single       sarama.AsyncProducer
-	singleClient sarama.Client
-	targets      *targetTopics
-	limits       *sizeLimits
-	budget       *byteBudget
-	keeper       *progressKeeper
-	caughtUp     *caughtUp
-
-	outPool sync.Pool
+	// sender owns the producers, their acks, the size limits and the byte budget.
+	sender *sender
+	// Set by Run once connected.
+	keeper   *progressKeeper
+	caughtUp *caughtUp
 
 	httpAddrMu  sync.Mutex
 	httpAddress string
 
-	commits, rebalances, sendErrors atomic.Int64
-	// resent counts records sent again alone after their batch was refused as too large.
-	resent atomic.Int64
+	commits, rebalances atomic.Int64
 	// joined counts streams that started at least one group session.
 	joined     atomic.Int64
 	streamSeen []atomic.Bool
 
-	// connectErr is the last failure to connect at start, nil once connected.
-	connectErr atomic.Pointer[error]
-	connected  atomic.Bool
+	// life connects to the clusters and bounds the stop.
+	life *lifecycle
 
-	runOnce  atomic.Bool
-	returned atomic.Bool // Run has returned
 	failOnce sync.Once
 	failErr  error
 	failed   chan struct{} // closed on the first fatal error
@@ -132,17 +98,14 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 		passThrough: len(cfg.Handlers) == 0,
 		listener:    listener,
 		sel:         sel,
-		preserve:    cfg.Partitioning == config.PartitioningPreserve,
 		metrics:     m,
 		topics:      newTopicSet(),
 		streamSeen:  make([]atomic.Bool, cfg.Streams),
 		failed:      make(chan struct{}),
 		closed:      make(chan struct{}),
 		abortCh:     make(chan struct{}),
-		limits:      &sizeLimits{override: cfg.ProducerMaxMessageBytes()},
-		budget:      newByteBudget(inFlightBytesFor(cfg.MaxInFlightBytes, cgroupMemoryMax)),
 	}
-	e.outPool.New = func() any { return new(outMsg) }
+	e.sender = newSender(cfg, e.log, e.kafkaOpts, m, e.fail, e.failed)
 	e.parts = partitionRegistry{parts: map[partitionKey]*partitionState{}, m: e.metrics}
 
 	reg := o.registerer
@@ -157,7 +120,7 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 	} else {
 		e.gatherer = prometheus.DefaultGatherer
 	}
-	if err := e.metrics.register(reg, &e.parts, e.budget); err != nil {
+	if err := e.metrics.register(reg, &e.parts, e.sender.budget); err != nil {
 		return nil, fmt.Errorf("while registering metrics: %w", err)
 	}
 
@@ -165,10 +128,7 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.drainLimit = o.drainTimeout
-	if e.drainLimit <= 0 {
-		e.drainLimit = max(cc.Consumer.Group.Rebalance.Timeout-drainMargin, cc.Consumer.Group.Rebalance.Timeout/2)
-	}
+	e.life = newLifecycle(cfg, e.log, e.kafkaOpts, drainLimitFor(o.drainTimeout, cc))
 	return e, nil
 }
 
@@ -208,10 +168,10 @@ func ValidateConfig(cfg *config.Config) error {
 // way, except that nothing past the failed record is committed, and Run returns the
 // error.
 func (e *Engine) Run(ctx context.Context) error {
-	if !e.runOnce.CompareAndSwap(false, true) {
+	if !e.life.runOnce.CompareAndSwap(false, true) {
 		return errors.New("the engine has already run; build a new one with New")
 	}
-	defer e.returned.Store(true)
+	defer e.life.returned.Store(true)
 	// Run returns within its shutdown deadline even when a cluster does not answer; the
 	// parts it then leaves closing (lingering) end by themselves, and Closed tells when.
 	var lingering sync.WaitGroup
@@ -230,17 +190,19 @@ func (e *Engine) Run(ctx context.Context) error {
 		stopBackground()
 		return err
 	}
-	conns, err := e.connectWithRetry(ctx)
+	conns, err := e.life.connectWithRetry(ctx)
 	if err != nil {
 		stopBackground()
 		// Only ctx ending (a stop or Abort) ends the retries; that is not an error.
 		return nil
 	}
+	e.keeper = newProgressKeeper(e, conns.sourceAdmin, conns.targetAdmin, conns.targetMeta)
+	e.caughtUp = newCaughtUp(conns.sourceMeta, e.cfg.NoDataLossEnabled())
 	connsOpen, producerOpen := true, false
 	defer func() {
 		if producerOpen {
-			_ = e.producer.Close()
-			_ = e.single.Close()
+			_ = e.sender.producer.Close()
+			_ = e.sender.single.Close()
 		}
 		if connsOpen {
 			conns.close()
@@ -256,7 +218,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	// The producers are sized by the limits of the target topics the first topic loop
 	// synced and read.
-	if err := e.openProducers(conns); err != nil {
+	if err := e.sender.openProducers(conns, e.targetTopicNames()); err != nil {
 		stopBackground()
 		return err
 	}
@@ -276,20 +238,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	stopKeeper, keeperDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(keeperDone); e.keeper.run(stopKeeper, e.abortCh) }()
 
-	// Acks are read until the producers are closed, after the streams drained. The
-	// single-record producer is closed only once the batching one returned everything:
-	// a batch the target refused as too large is sent again through it (resendAlone).
+	// Acks are read until the producers are closed, after the streams drained.
 	acksDone := make(chan struct{})
 	lingering.Add(1)
-	go func() {
-		defer lingering.Done()
-		defer close(acksDone)
-		singleDone := make(chan struct{})
-		go func() { defer close(singleDone); e.readAcks(e.single) }()
-		e.readAcks(e.producer)
-		e.single.AsyncClose()
-		<-singleDone
-	}()
+	go func() { defer lingering.Done(); defer close(acksDone); e.sender.readAllAcks() }()
 
 	// The shutdown's clock starts when ctx ends (a stop, a fatal error), as each
 	// session's drain does, not when the streams are done.
@@ -305,7 +257,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if streamErr != nil {
 		e.fail(streamErr)
 	}
-	keeperDeadline := e.stopKeeper(stopKeeper)
+	keeperDeadline := e.life.stopKeeper(stopKeeper, e.isFailed())
 	cancel()
 
 	// The streams have committed what was acked; records still in flight are not
@@ -314,7 +266,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	// here on is bounded by one deadline: the drain limit after the stop (the streams'
 	// drains ended by then too), or a short one after a fatal error, when nothing more
 	// will be committed and the producer is likely stuck on the failure.
-	deadline := e.closeDeadline(stoppedAt.Load())
+	deadline := e.life.closeDeadline(stoppedAt.Load(), e.isFailed())
 	bgDone := make(chan struct{})
 	lingering.Add(1)
 	go func() { defer lingering.Done(); defer close(bgDone); _ = bg.Wait() }()
@@ -322,12 +274,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	waitUntil(deadline, bgDone)
 
 	producerOpen = false
-	e.producer.AsyncClose()
+	e.sender.producer.AsyncClose()
 	if !waitUntil(deadline, acksDone) {
 		e.log.Info("Stopped waiting for the target to ack the records in flight; they are not committed and will be mirrored again after a restart")
 	}
 	// The keeper's last write needs the target admin, so it ends before the clients close.
-	e.awaitKeeper(keeperDone, keeperDeadline)
+	e.life.awaitKeeper(keeperDone, keeperDeadline)
 	// sarama's Broker.Close takes the broker's lock, which a request waiting for a free
 	// in-flight slot (Net.MaxOpenRequests is 1) holds until the request before it gets
 	// its answer or its read timeout (Net.ReadTimeout, 30 s) from a target that hangs.
@@ -354,60 +306,6 @@ func (e *Engine) Run(ctx context.Context) error {
 		return e.failErr
 	default:
 		return nil
-	}
-}
-
-// closeDeadline is when Run stops waiting for the producer and the clients to close:
-// the drain limit after the stop (stoppedAt, unix nanoseconds; 0 when not recorded),
-// fatalDrainLimit from now after a fatal error, and never less than closeGrace from now.
-func (e *Engine) closeDeadline(stoppedAt int64) time.Time {
-	now := time.Now()
-	if e.isFailed() {
-		return now.Add(min(e.drainLimit, fatalDrainLimit))
-	}
-	stop := now
-	if stoppedAt > 0 {
-		stop = time.Unix(0, stoppedAt)
-	}
-	return later(stop.Add(e.drainLimit), now.Add(closeGrace))
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-// waitUntil waits for done until deadline and reports whether done was closed.
-func waitUntil(deadline time.Time, done <-chan struct{}) bool {
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// stopKeeper makes the progress keeper write the streams' last commits to the target
-// (after Abort it writes nothing more, as after a kill) and returns until when Run
-// waits for it: the write overlaps the producer's drain, so a target that stopped
-// answering delays the stop by neither twice.
-func (e *Engine) stopKeeper(stop chan struct{}) time.Time {
-	close(stop)
-	limit := min(progressFlushLimit, e.drainLimit)
-	if e.isFailed() {
-		limit = min(limit, fatalDrainLimit)
-	}
-	return time.Now().Add(limit)
-}
-
-// awaitKeeper waits for the progress keeper's last write until deadline.
-func (e *Engine) awaitKeeper(done chan struct{}, deadline time.Time) {
-	if !waitUntil(deadline, done) {
-		e.log.Info("Stopped waiting to write the progress to the target cluster; the source group holds it")
 	}
 }
 
@@ -445,7 +343,7 @@ func (e *Engine) Abort() {
 // producer left closing in the background may still report its records as failed:
 // they were never committed, so that is no error of the run.
 func (e *Engine) fail(err error) {
-	if e.returned.Load() {
+	if e.life.returned.Load() {
 		e.log.V(1).Info("Ignored an error after the engine stopped", "error", err.Error())
 		return
 	}
@@ -483,10 +381,10 @@ func (e *Engine) Ready() error {
 	if e.isFailed() {
 		return fmt.Errorf("stopped: %w", e.failErr)
 	}
-	if err := e.connectErr.Load(); err != nil {
+	if err := e.life.connectErr.Load(); err != nil {
 		return fmt.Errorf("not connected, retrying: %w", *err)
 	}
-	if !e.connected.Load() {
+	if !e.life.connected.Load() {
 		return errors.New("connecting to the clusters")
 	}
 	if list, _ := e.topics.get(); len(list) == 0 {
@@ -496,99 +394,6 @@ func (e *Engine) Ready() error {
 		return fmt.Errorf("%d of %d streams joined consumer group %q", n, e.cfg.Streams, e.cfg.ConsumerGroup)
 	}
 	return nil
-}
-
-// connections are the clients Run opens once and closes at the end.
-type connections struct {
-	sourceAdmin sarama.ClusterAdmin
-	targetAdmin sarama.ClusterAdmin
-	sourceMeta  sarama.Client
-	targetMeta  sarama.Client // the target admin's client
-	// The producers and their clients are made by Engine.openProducers.
-	producer     sarama.AsyncProducer
-	target       sarama.Client
-	single       sarama.AsyncProducer
-	singleClient sarama.Client
-}
-
-func (c *connections) close() {
-	for _, cl := range []interface{ Close() error }{c.sourceAdmin, c.targetAdmin, c.target, c.singleClient} {
-		if cl != nil {
-			_ = cl.Close()
-		}
-	}
-}
-
-// connectWithRetry connects to both clusters, retrying with capped exponential backoff
-// until it succeeds or ctx ends. Every failure is retried, bad credentials and
-// untrusted certificates included: connect reads the credential and certificate files
-// again on each attempt, so a corrected Secret (which the kubelet updates in the
-// mounted volume) is picked up without a restart. Each failed attempt logs one error
-// line naming the cluster and the cause, and /readyz answers with it.
-func (e *Engine) connectWithRetry(ctx context.Context) (*connections, error) {
-	retry := newBackoff(connectRetryMin, connectRetryMax)
-	for attempt := 1; ; attempt++ {
-		conns, err := e.connect()
-		if err == nil {
-			e.connectErr.Store(nil)
-			e.connected.Store(true)
-			if attempt > 1 {
-				e.log.Info("Connected to the clusters", "attempts", attempt)
-			}
-			return conns, nil
-		}
-		e.connectErr.Store(&err)
-		wait := retry.next()
-		e.log.Error(err, "Failed to connect; retrying", "attempt", attempt, "backoff", wait.String())
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
-		}
-	}
-}
-
-func (e *Engine) connect() (*connections, error) {
-	c := &connections{}
-	ok := false
-	defer func() {
-		if !ok {
-			c.close()
-		}
-	}()
-	var err error
-	sc, err := kafka.AdminConfig(e.cfg, kafka.RoleSource, e.kafkaOpts...)
-	if err != nil {
-		return nil, err
-	}
-	srcClient, err := kafka.NewClientFromConfig(e.cfg.Source, sc, append([]kafka.Option{kafka.WithRole(kafka.RoleSource)}, e.kafkaOpts...)...)
-	if err != nil {
-		return nil, err
-	}
-	if c.sourceAdmin, err = sarama.NewClusterAdminFromClient(srcClient); err != nil {
-		_ = srcClient.Close()
-		return nil, fmt.Errorf("while creating the source cluster admin: %w", err)
-	}
-	c.sourceMeta = srcClient
-
-	tc, err := kafka.AdminConfig(e.cfg, kafka.RoleTarget, e.kafkaOpts...)
-	if err != nil {
-		return nil, err
-	}
-	tgtClient, err := kafka.NewClientFromConfig(e.cfg.Target, tc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...)
-	if err != nil {
-		return nil, err
-	}
-	c.targetMeta = tgtClient
-	if c.targetAdmin, err = sarama.NewClusterAdminFromClient(tgtClient); err != nil {
-		_ = tgtClient.Close()
-		return nil, fmt.Errorf("while creating the target cluster admin: %w", err)
-	}
-
-	e.keeper = newProgressKeeper(e, c.sourceAdmin, c.targetAdmin, c.targetMeta)
-	e.caughtUp = newCaughtUp(c.sourceMeta, e.cfg.NoDataLossEnabled())
-	ok = true
-	return c, nil
 }
 
 // logProgress logs the totals every progress interval, at info level, so a long run

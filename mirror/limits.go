@@ -1,15 +1,11 @@
 package mirror
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
-	"github.com/IBM/sarama"
-
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
-	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
@@ -29,10 +25,10 @@ const maxProducibleBytes = config.MaxMaxMessageBytes
 // for every topic of the producer at once, and sarama never splits a batch the broker
 // refuses as too large (MESSAGE_TOO_LARGE is final). So:
 //
-//   - The batching producer (Engine.producer) is made once, after the first topic sync,
+//   - The batching producer (sender.producer) is made once, after the first topic sync,
 //     with MaxMessageBytes = the smallest limit of the mirrored target topics minus the
 //     batch header (batchCap). Its batches therefore fit every topic known then.
-//   - The single-record producer (Engine.single) sends one record per request
+//   - The single-record producer (sender.single) sends one record per request
 //     (Flush.MaxMessages = 1), so its batches are exactly one record. It carries the
 //     records larger than batchCap that their own topic accepts (a 2 MB record to a
 //     topic allowing 5 MB while another topic allows 64 KB), and every record to a topic
@@ -42,7 +38,7 @@ const maxProducibleBytes = config.MaxMaxMessageBytes
 //   - A record whose own batch exceeds its topic's limit is a fatal error naming it,
 //     raised before sending (the broker's refusal would say less).
 //   - A batch the target refuses all the same (its limit was lowered while mirroring)
-//     is not fatal: its records are sent again alone (Engine.resendAlone).
+//     is not fatal: its records are sent again alone (sender.resendAlone).
 //
 // A partition's records go through one producer at a time: the claim waits until
 // everything it sent through one has been acked before it sends through the other, so
@@ -175,155 +171,4 @@ func (e *recordTooLargeError) Error() string {
 	return fmt.Sprintf("while writing source record %s/%d offset %d to target topic %q: the record needs a %d-byte record batch and %s; "+
 		"raise the target topic's max.message.bytes (or drop or shrink the record with a handler)",
 		e.sourceTopic, e.sourcePartition, e.offset, e.targetTopic, e.size, what)
-}
-
-// readLimits reads the size limits of targets and of every topic a record went to
-// without a known limit, and stores them. A failure keeps the limits known so far.
-func (e *Engine) readLimits(admin sarama.ClusterAdmin, targets []string) error {
-	if e.limits.override > 0 {
-		return nil
-	}
-	m, err := topics.ReadMessageLimits(admin, e.limits.topicsToDescribe(targets))
-	if err != nil {
-		return err
-	}
-	for t := range m.Topics {
-		e.limits.unknown.Delete(t)
-		e.limits.distrusted.Delete(t)
-	}
-	e.limits.set(m)
-	return nil
-}
-
-// openProducers makes the two producers towards the target (see sizeLimits), after
-// the first topic loop read the limits of the mirrored topics.
-func (e *Engine) openProducers(c *connections) error {
-	targets := e.targetTopicNames()
-	e.limits.batchCap = e.limits.capForBatches(targets)
-	pc, err := kafka.ProducerConfig(e.cfg, e.kafkaOpts...)
-	if err != nil {
-		return err
-	}
-	pc.Producer.MaxMessageBytes = e.limits.batchCap
-	if c.target, err = kafka.NewClientFromConfig(e.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...); err != nil {
-		return err
-	}
-	if c.producer, err = sarama.NewAsyncProducerFromClient(c.target); err != nil {
-		return fmt.Errorf("while creating the producer for the target cluster: %w", err)
-	}
-	sc, err := kafka.ProducerConfig(e.cfg, e.kafkaOpts...)
-	if err != nil {
-		return err
-	}
-	sc.Producer.MaxMessageBytes = maxProducibleBytes
-	sc.Producer.Flush.MaxMessages = 1
-	if c.singleClient, err = kafka.NewClientFromConfig(e.cfg.Target, sc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...); err != nil {
-		return err
-	}
-	if c.single, err = sarama.NewAsyncProducerFromClient(c.singleClient); err != nil {
-		return fmt.Errorf("while creating the single-record producer for the target cluster: %w", err)
-	}
-	e.producer, e.single, e.singleClient = c.producer, c.single, c.singleClient
-	e.targets = newTargetTopics(c.target, c.targetMeta, e.preserve)
-	e.log.Info("Sized record batches by the target topics' max.message.bytes", "batchBytes", e.limits.batchCap,
-		"targetTopics", len(targets), "maxInFlightBytes", e.budget.limit)
-	return nil
-}
-
-// targetTopicNames returns the target names of the selected source topics.
-func (e *Engine) targetTopicNames() []string {
-	list, _ := e.topics.get()
-	out := make([]string, 0, len(list))
-	for _, t := range list {
-		out = append(out, e.sel.TargetName(t))
-	}
-	return out
-}
-
-// admit readies a source record's outputs for sending: it chooses their producer
-// (all go through the same one), waits, when the claim switches producers, until
-// everything it sent through the other one was acked (so order within the partition
-// holds), and takes their bytes from the in-flight budget. It returns a
-// recordTooLargeError for an output no batch can carry, or ctx's error; then nothing
-// was taken.
-func (e *Engine) admit(ctx context.Context, c *claimState, outs []*outMsg) error {
-	r := routeBatch
-	var bytes int64
-	for _, o := range outs {
-		or, err := e.limits.routeFor(o)
-		if err != nil {
-			return err
-		}
-		r = max(r, or)
-		o.budgeted = int64(o.msg.ByteSize(2))
-		bytes += o.budgeted
-	}
-	if r != c.via && c.tracker.InFlight() > 0 {
-		if err := c.tracker.WaitBelow(ctx, 1); err != nil {
-			return err
-		}
-	}
-	c.via = r
-	if r == routeSingle {
-		for _, o := range outs {
-			if err := e.singleProducerKnows(ctx, o.msg.Topic, o.msg.Partition); err != nil {
-				return err
-			}
-		}
-	}
-	for _, o := range outs {
-		o.via = r
-	}
-	return e.budget.acquire(ctx, e.failed, bytes)
-}
-
-// singleProducerKnows makes sure the single-record producer's metadata knows topic's
-// partition before a record is sent through it: awaitTarget asked the batching
-// producer's client, and sarama's manual partitioner refuses a partition its client
-// does not know yet.
-func (e *Engine) singleProducerKnows(ctx context.Context, topic string, partition int32) error {
-	if _, err := e.targets.partitions(e.singleClient, topic, partition); err == nil {
-		return nil
-	}
-	done := make(chan error, 1)
-	go func() { done <- e.singleClient.RefreshMetadata(topic) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("while reading metadata of target topic %q: %w", topic, err)
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// resendAlone sends o again through the single-record producer after the target refused
-// its batch as too large: the topic's limit fell below what the batching producer was
-// sized for (altered while mirroring, or misread). From now on the topic's records go
-// one at a time until the topic loop reads its limit again. It runs on the goroutine
-// that reads the batching producer's results, so refused records are sent again in
-// the order they were refused.
-//
-// Order within the partition is kept for the refused records among themselves, but
-// records queued behind them in the batching producer may reach the target first: the
-// one ordering exception, which only a target topic whose limit is lowered while the
-// mirror runs can cause. Nothing is lost or duplicated.
-func (e *Engine) resendAlone(o *outMsg) {
-	if _, seen := e.limits.distrusted.LoadOrStore(o.msg.Topic, struct{}{}); !seen {
-		e.log.Info("Target refused a record batch as too large; sending the topic's records one at a time until its max.message.bytes is read again",
-			"targetTopic", o.msg.Topic, "partition", o.msg.Partition, "batchBytes", e.limits.batchCap)
-	}
-	e.resent.Add(1)
-	o.via = routeSingle
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.DeliveryTimeout.Duration)
-	defer cancel()
-	if err := e.singleProducerKnows(ctx, o.msg.Topic, o.msg.Partition); err != nil {
-		e.fail(fmt.Errorf("while sending source record %s/%d offset %d again, alone: %w", o.part.topic, o.part.partition, o.sourceOffset, err))
-		return
-	}
-	select {
-	case e.single.Input() <- &o.msg:
-	case <-e.failed:
-	}
 }

@@ -120,7 +120,7 @@ func TestSmallTargetTopicLimitMirrorsEverything(t *testing.T) {
 	if n := requests.requests.Load(); n >= int64(w.total())/10 {
 		t.Fatalf("%d produce requests for %d records: the records were not batched", n, w.total())
 	}
-	if batchCap := r.e.limits.batchCap; batchCap != 65536-recordBatchOverhead {
+	if batchCap := r.e.sender.limits.batchCap; batchCap != 65536-recordBatchOverhead {
 		t.Fatalf("batch cap %d, want %d (the target topic's limit minus the batch header)", batchCap, 65536-recordBatchOverhead)
 	}
 	t.Logf("64 KB target limit: %d records of 1 KB mirrored in %d produce requests, 0 lost, 0 duplicates, order kept, in %v",
@@ -145,7 +145,7 @@ func TestTargetLimitLoweredWhileMirroring(t *testing.T) {
 	r := startEngine(t, c.testConfig(t, func(cfg *config.Config) { cfg.DeliveryTimeout.Duration = 30 * time.Second }), testLogger(t))
 	testutil.WaitFor(t, 30*time.Second, "the first records mirrored", func() bool { return r.e.Stats().Records > 500 })
 	alterTopic(t, c.target, testTopic, map[string]string{"max.message.bytes": "65536"})
-	testutil.WaitFor(t, 30*time.Second, "a refused batch sent again", func() bool { return r.e.resent.Load() > 0 })
+	testutil.WaitFor(t, 30*time.Second, "a refused batch sent again", func() bool { return r.e.sender.resent.Load() > 0 })
 	slow.delay.Store(0)
 	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, 120*time.Second)
 	res := audit(t, w, got, true, false)
@@ -170,7 +170,7 @@ func TestTargetLimitLoweredWhileMirroring(t *testing.T) {
 		t.Fatalf("%d send errors, want 0", s.SendErrors)
 	}
 	t.Logf("target limit lowered to 64 KB mid-stream: %d records sent again alone; %d records, 0 lost, 0 duplicates, %d arrived after a later record of their partition",
-		r.e.resent.Load(), res.records, late)
+		r.e.sender.resent.Load(), res.records, late)
 }
 
 // sizedRecords writes, in order, one record per size to partition 0 of topic, each
@@ -238,7 +238,7 @@ func TestLargeRecordWithLargeLimitsArrivesIntact(t *testing.T) {
 			t.Fatalf("record %d: value of %d bytes differs from the source's %d bytes", i, len(rec.Value), len(want))
 		}
 	}
-	if batchCap := r.e.limits.batchCap; batchCap != 65536-recordBatchOverhead {
+	if batchCap := r.e.sender.limits.batchCap; batchCap != 65536-recordBatchOverhead {
 		t.Fatalf("batch cap %d, want %d (the smallest target topic limit minus the batch header)", batchCap, 65536-recordBatchOverhead)
 	}
 	t.Logf("a %d-byte record between 1 KB records arrived intact and in order (%d records); the 64 KB topic got its 100", big, len(got))

@@ -76,11 +76,11 @@ func (e *Engine) Stats() Stats {
 	s := Stats{
 		Commits:    e.commits.Load(),
 		Rebalances: e.rebalances.Load(),
-		SendErrors: e.sendErrors.Load(),
+		SendErrors: e.sender.sendErrors.Load(),
 		Ready:      e.Ready() == nil,
 	}
-	s.InFlightBytes, s.InFlightBytesPeak = e.budget.usage()
-	s.MaxInFlightBytes = e.budget.limit
+	s.InFlightBytes, s.InFlightBytesPeak = e.sender.budget.usage()
+	s.MaxInFlightBytes = e.sender.budget.limit
 	for _, p := range e.parts.all() {
 		ps := p.snapshot()
 		s.Records += ps.Records

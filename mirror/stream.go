@@ -14,7 +14,6 @@ import (
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
-	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
 )
 
 // Backoff between failed Consume calls (coordinator unreachable, ...), never a hot loop.
@@ -57,7 +56,7 @@ type sessionState struct {
 	stop     chan struct{}
 	done     chan struct{}
 
-	// drain ends e.drainLimit after the session's context ended (a stop, a rebalance),
+	// drain ends e.life.drainLimit after the session's context ended (a stop, a rebalance),
 	// or at once when the engine fails: every claim of the session drains until then.
 	// final ends finalCommitLimit later: the session's last commits retry until then.
 	drain, final        context.Context
@@ -166,8 +165,8 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
-	ss.drain, ss.endDrain = afterEnd(sess.Context(), e.drainLimit, e.failed)
-	ss.final, ss.endFinals = afterEnd(sess.Context(), e.drainLimit+finalCommitLimit, e.abortCh)
+	ss.drain, ss.endDrain = afterEnd(sess.Context(), e.life.drainLimit, e.failed)
+	ss.final, ss.endFinals = afterEnd(sess.Context(), e.life.drainLimit+finalCommitLimit, e.abortCh)
 	s.mu.Lock()
 	s.cur = ss
 	s.mu.Unlock()
@@ -211,88 +210,6 @@ func (s *stream) Cleanup(sess sarama.ConsumerGroupSession) error {
 	}
 	s.log.V(1).Info("Released partitions", "generation", sess.GenerationID())
 	return nil
-}
-
-// ConsumeClaim mirrors one partition for the session, then drains it: it stops reading,
-// waits until every record it sent was acked, and commits, so that the next owner
-// starts exactly where this one stopped and a clean rebalance or shutdown mirrors
-// nothing twice. Every wait of the claim honours the session's context, and the drain
-// ends the drain limit after the session ended (inside the rebalance timeout) however
-// long the claim took to notice, so a target that hangs holds neither a stop nor the
-// group's rebalance longer than that.
-func (s *stream) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
-	e := s.e
-	s.mu.Lock()
-	ss := s.cur
-	s.mu.Unlock()
-	part := e.parts.get(claim.Topic(), claim.Partition())
-	c := &claimState{
-		part:      part,
-		tracker:   offsets.New(min(e.cfg.MaxInFlightPerPartition, 1<<16)),
-		topic:     claim.Topic(),
-		target:    e.sel.TargetName(claim.Topic()),
-		confirmed: -1,
-		sendCtx:   ss.drain,
-	}
-	ss.mu.Lock()
-	ss.claims = append(ss.claims, c)
-	ss.mu.Unlock()
-	part.attach(c.tracker, claim)
-	defer part.detach()
-
-	err := e.consumeClaim(sess.Context(), c, claim)
-	if e.aborted.Load() {
-		return nil
-	}
-	if err != nil && !errors.Is(err, errStopped) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		e.fail(err)
-	}
-	if !e.isFailed() {
-		// A fatal error during the drain ends it (ss.drain): nothing more will be
-		// committed past the failure, and the stop must not wait for a target that
-		// cannot deliver.
-		drain := ss.drain
-		if sess.Context().Err() == nil {
-			// The claim ended by itself (its partition consumer stopped): the session
-			// ends because this ConsumeClaim returns, so its drain starts now.
-			var cancel context.CancelFunc
-			drain, cancel = context.WithTimeout(ss.drain, e.drainLimit)
-			defer cancel()
-		}
-		// A record that was never handed to the producer (c.unsent) is never acked;
-		// the drain waits for the others only.
-		if err := c.tracker.WaitBelow(drain, 1+c.unsent); err != nil && !e.isFailed() {
-			s.log.Info("Timed out draining a released partition; committing what the target acked",
-				"topic", c.topic, "partition", part.partition, "inFlight", c.tracker.InFlight(), "drainLimit", e.drainLimit)
-		}
-	}
-	// After a fatal error the commit point still stops below the failed record, which is
-	// never acked, so committing it is safe and keeps the work already done.
-	e.commitSession(ss.final, ss)
-	return nil
-}
-
-// consumeClaim is the read loop of one partition.
-func (e *Engine) consumeClaim(ctx context.Context, c *claimState, claim sarama.ConsumerGroupClaim) error {
-	msgs := claim.Messages()
-	done := ctx.Done()
-	for {
-		select {
-		case m, ok := <-msgs:
-			if !ok || ctx.Err() != nil {
-				// When the session ended, stop reading even if more records are ready
-				// (select picks at random): m is not Added, the next owner reads it.
-				return nil
-			}
-			if err := e.mirrorRecord(ctx, c, m); err != nil {
-				return err
-			}
-		case <-done:
-			return nil
-		case <-e.failed:
-			return errStopped
-		}
-	}
 }
 
 // commitLoop commits the session's acked offsets every offsetCommitInterval. A commit

@@ -6,15 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/IBM/sarama"
-)
-
-// Backoff while a partition waits for its target topic.
-const (
-	targetWaitMin = 500 * time.Millisecond
-	targetWaitMax = 10 * time.Second
 )
 
 // targetTopics answers whether a target topic exists and how many partitions it has.
@@ -114,46 +107,4 @@ func (t *targetTopics) partitions(client sarama.Client, topic string, partition 
 			topic, n, partition, partition+1)
 	}
 	return n, nil
-}
-
-// awaitTarget returns once topic can take records from this claim. The fast path is
-// the claim's cache of target topics found ready (one map lookup, so a handler that
-// routes records to several topics pays no check per record); otherwise it asks the
-// target and, while the topic is missing or too small, waits with backoff (this
-// partition only: the others go on), logs once and sets the partition's waiting gauge.
-// It returns ctx's error when ctx ends first.
-func (e *Engine) awaitTarget(ctx context.Context, c *claimState, topic string, partition int32) error {
-	if n, ok := c.ready[topic]; ok && (!e.preserve || partition < n) {
-		return nil
-	}
-	retry := newBackoff(targetWaitMin, targetWaitMax)
-	for attempt := 0; ; attempt++ {
-		n, err := e.targets.check(ctx, topic, partition, attempt > 0)
-		if err == nil {
-			if c.ready == nil {
-				c.ready = make(map[string]int32)
-			}
-			c.ready[topic] = n
-			if attempt > 0 {
-				c.part.waiting.Store(0)
-				e.log.Info("Resumed partition: its target topic is ready", "topic", c.topic, "partition", c.part.partition,
-					"targetTopic", topic, "targetPartitions", n)
-			}
-			return nil
-		}
-		if attempt == 0 {
-			c.part.waiting.Store(1)
-			e.log.Info("Paused partition until its target topic is ready", "topic", c.topic, "partition", c.part.partition,
-				"targetTopic", topic, "reason", err.Error())
-		}
-		select {
-		case <-ctx.Done():
-			c.part.waiting.Store(0)
-			return ctx.Err()
-		case <-e.failed:
-			c.part.waiting.Store(0)
-			return errStopped
-		case <-time.After(retry.next()):
-		}
-	}
 }

@@ -192,7 +192,7 @@ func TestRouterChecksEachTargetOnce(t *testing.T) {
 	// Each of the 2 claims needs each of the 2 topics once; a retry or a session
 	// restart may add a few, a check per record would be 2000.
 	const ceiling = 2 * 2 * 3
-	checks, refreshes := r.e.targets.checks.Load(), r.e.targets.refreshes.Load()
+	checks, refreshes := r.e.sender.targets.checks.Load(), r.e.sender.targets.refreshes.Load()
 	if checks > ceiling || refreshes > checks {
 		t.Fatalf("targets.check was called %d times (%d producer refreshes) for %d records, want at most %d",
 			checks, refreshes, partitions*perPartition, ceiling)

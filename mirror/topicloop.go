@@ -100,7 +100,7 @@ func (tl *topicLoop) runOnce(ctx context.Context) error {
 	}
 	// The producers size their batches by these (sizeLimits); a failure keeps the
 	// limits known so far, and records to a topic of unknown limit go one at a time.
-	if err := tl.e.readLimits(tl.conns.targetAdmin, tl.e.targetTopicNames()); err != nil && ctx.Err() == nil {
+	if err := tl.e.sender.readLimits(tl.conns.targetAdmin, tl.e.targetTopicNames()); err != nil && ctx.Err() == nil {
 		tl.e.log.Error(err, "Failed to read the target topics' max.message.bytes; sending records of topics with unknown limits one at a time")
 	}
 	return nil
@@ -119,4 +119,14 @@ func (tl *topicLoop) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// targetTopicNames returns the target names of the selected source topics.
+func (e *Engine) targetTopicNames() []string {
+	list, _ := e.topics.get()
+	out := make([]string, 0, len(list))
+	for _, t := range list {
+		out = append(out, e.sel.TargetName(t))
+	}
+	return out
 }

@@ -1,0 +1,372 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-logr/logr"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
+)
+
+// sender owns the way from a built record to the target's ack: the batching and the
+// single-record producers and the single one's client (see sizeLimits), the target
+// topics' readiness (targetTopics), the size limits, the in-flight byte budget and the
+// outMsg pool. It hands records to the producers (admit, send), reads their results
+// (readAcks) and reports a send that finally failed through fail; once failed is
+// closed it hands nothing more over.
+type sender struct {
+	cfg       *config.Config
+	log       logr.Logger
+	kafkaOpts []kafka.Option
+	preserve  bool
+	metrics   *metrics
+	// fail is Engine.fail; failed is closed on the engine's first fatal error.
+	fail   func(error)
+	failed <-chan struct{}
+
+	// Set by openProducers before the streams start: the batching and the
+	// single-record producers (see sizeLimits) and the single one's client.
+	producer     sarama.AsyncProducer
+	single       sarama.AsyncProducer
+	singleClient sarama.Client
+	targets      *targetTopics
+	limits       *sizeLimits
+	budget       *byteBudget
+
+	outPool sync.Pool
+
+	sendErrors atomic.Int64
+	// resent counts records sent again alone after their batch was refused as too large.
+	resent atomic.Int64
+}
+
+func newSender(cfg *config.Config, log logr.Logger, kafkaOpts []kafka.Option, m *metrics, fail func(error), failed <-chan struct{}) *sender {
+	s := &sender{
+		cfg:       cfg,
+		log:       log,
+		kafkaOpts: kafkaOpts,
+		preserve:  cfg.Partitioning == config.PartitioningPreserve,
+		metrics:   m,
+		fail:      fail,
+		failed:    failed,
+		limits:    &sizeLimits{override: cfg.ProducerMaxMessageBytes()},
+		budget:    newByteBudget(inFlightBytesFor(cfg.MaxInFlightBytes, cgroupMemoryMax)),
+	}
+	s.outPool.New = func() any { return new(outMsg) }
+	return s
+}
+
+// isFailed reports whether a fatal error (or Abort) happened.
+func (s *sender) isFailed() bool {
+	select {
+	case <-s.failed:
+		return true
+	default:
+		return false
+	}
+}
+
+// readAllAcks reads the results of both producers until they are closed. The
+// single-record producer is closed only once the batching one returned everything: a
+// batch the target refused as too large is sent again through it (resendAlone).
+func (s *sender) readAllAcks() {
+	singleDone := make(chan struct{})
+	go func() { defer close(singleDone); s.readAcks(s.single) }()
+	s.readAcks(s.producer)
+	s.single.AsyncClose()
+	<-singleDone
+}
+
+// outMsg is one record on its way to the target: the producer message and what the
+// ack needs to find its source offset. It is pooled, and the message's Metadata points
+// back to it, so a record costs no allocation beyond the pooled message once the pool
+// is warm. Key and value encoders live here so that setting them allocates nothing.
+type outMsg struct {
+	msg     sarama.ProducerMessage
+	key     sarama.ByteEncoder
+	value   sarama.ByteEncoder
+	headers []sarama.RecordHeader
+
+	part    *partitionState
+	tracker *offsets.Tracker
+	ticket  offsets.Ticket
+	// sourceOffset is kept for the error message of a failed send.
+	sourceOffset int64
+	sourceTime   time.Time
+	readAt       time.Time
+	size         int64
+	// via is the producer that sends it; budgeted is what it took from the byte budget
+	// (see sender.admit).
+	via      route
+	budgeted int64
+}
+
+func (s *sender) getOut() *outMsg {
+	return s.outPool.Get().(*outMsg)
+}
+
+// putOut returns o to the pool, dropping references to record bytes.
+func (s *sender) putOut(o *outMsg) {
+	clear(o.headers)
+	*o = outMsg{headers: o.headers[:0]}
+	s.outPool.Put(o)
+}
+
+// setKeyValue sets the message's key and value, keeping null (nil) apart from empty.
+func (o *outMsg) setKeyValue(key, value []byte) {
+	o.msg.Key, o.msg.Value = nil, nil
+	if key != nil {
+		o.key = key
+		o.msg.Key = &o.key
+	}
+	if value != nil {
+		o.value = value
+		o.msg.Value = &o.value
+	}
+	o.size = int64(len(key) + len(value))
+}
+
+// send hands o to the producer. It waits while the producer's input is full (the
+// target is slower than the source, or hangs) but gives up when ctx ends (the drain
+// of the claim's session ended: claimState.sendCtx) or the engine fails or is aborted. A record
+// not handed over stays un-acked in its tracker, so its offset is never committed and
+// the partition's next owner reads it again; the caller counts it (claimState.unsent)
+// so the drain does not wait for it.
+func (s *sender) send(ctx context.Context, o *outMsg) bool {
+	o.msg.Metadata = o
+	in := s.producer.Input()
+	if o.via == routeSingle {
+		in = s.single.Input()
+	}
+	select {
+	case in <- &o.msg:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.failed:
+		return false
+	}
+}
+
+// readAcks turns producer results into tracker acks until the producer is closed.
+func (s *sender) readAcks(producer sarama.AsyncProducer) {
+	succ, errs := producer.Successes(), producer.Errors()
+	for succ != nil || errs != nil {
+		select {
+		case m, ok := <-succ:
+			if !ok {
+				succ = nil
+				continue
+			}
+			s.acked(m.Metadata.(*outMsg))
+		case pe, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			s.sendFailed(pe)
+		}
+	}
+}
+
+func (s *sender) acked(o *outMsg) {
+	now := time.Now()
+	p := o.part
+	p.records.Add(1)
+	p.bytes.Add(o.size)
+	p.latency.Observe(now.Sub(o.readAt).Seconds())
+	if !o.sourceTime.IsZero() {
+		p.age.Observe(max(now.Sub(o.sourceTime).Seconds(), 0))
+	}
+	o.tracker.Ack(o.ticket)
+	s.budget.release(o.budgeted)
+	s.putOut(o)
+}
+
+// sendFailed stops the engine: the record stays un-acked, so no commit passes it, and
+// the restarted engine sends it again.
+//
+// The producer hands a record back only when no retry can help (the target refused it
+// for good, for example as too large or not authorised) or after retrying it for at
+// least deliveryTimeout (kafka.ProducerConfig: produce retries and leader lookups both
+// back off for that long, in order). A refusal is not retried by the engine: sarama's
+// idempotent producer bumps its epoch after it and goes on with the batches already
+// queued behind it, so later records of the same partition may reach the target before
+// the engine stops. Nothing is lost, but after the restart those records are on the
+// target twice, the first copies before the refused record.
+//
+// A batch of several records refused as too large is the engine's problem, not the
+// records': it is never fatal, its records are sent again one by one (resendAlone).
+func (s *sender) sendFailed(pe *sarama.ProducerError) {
+	if o, ok := pe.Msg.Metadata.(*outMsg); ok && o.via == routeBatch && errors.Is(pe.Err, sarama.ErrMessageSizeTooLarge) && !s.isFailed() {
+		s.resendAlone(o)
+		return
+	}
+	s.sendErrors.Add(1)
+	s.metrics.sendErrors.Inc()
+	o, ok := pe.Msg.Metadata.(*outMsg)
+	if !ok {
+		s.fail(fmt.Errorf("while writing to target topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, pe.Err))
+		return
+	}
+	s.budget.release(o.budgeted)
+	if errors.Is(pe.Err, sarama.ErrMessageSizeTooLarge) {
+		limit, _ := s.limits.limit(pe.Msg.Topic)
+		s.fail(fmt.Errorf("while writing source record %s/%d offset %d to target topic %q partition %d: the target refused a record batch of this record alone "+
+			"(%d bytes at most; limit known to the engine %d, 0 when unknown): %w",
+			o.part.topic, o.part.partition, o.sourceOffset, pe.Msg.Topic, pe.Msg.Partition, pe.Msg.ByteSize(2)+recordBatchOverhead, limit, pe.Err))
+		return
+	}
+	s.fail(fmt.Errorf("while writing source record %s/%d offset %d to target topic %q partition %d (read %v ago): %w",
+		o.part.topic, o.part.partition, o.sourceOffset, pe.Msg.Topic, pe.Msg.Partition, time.Since(o.readAt).Round(time.Millisecond), pe.Err))
+}
+
+// readLimits reads the size limits of targets and of every topic a record went to
+// without a known limit, and stores them. A failure keeps the limits known so far.
+func (s *sender) readLimits(admin sarama.ClusterAdmin, targets []string) error {
+	if s.limits.override > 0 {
+		return nil
+	}
+	m, err := topics.ReadMessageLimits(admin, s.limits.topicsToDescribe(targets))
+	if err != nil {
+		return err
+	}
+	for t := range m.Topics {
+		s.limits.unknown.Delete(t)
+		s.limits.distrusted.Delete(t)
+	}
+	s.limits.set(m)
+	return nil
+}
+
+// openProducers makes the two producers towards the target (see sizeLimits), after
+// the first topic loop read the limits of the mirrored topics (targets: the target
+// names of the selected source topics).
+func (s *sender) openProducers(c *connections, targets []string) error {
+	s.limits.batchCap = s.limits.capForBatches(targets)
+	pc, err := kafka.ProducerConfig(s.cfg, s.kafkaOpts...)
+	if err != nil {
+		return err
+	}
+	pc.Producer.MaxMessageBytes = s.limits.batchCap
+	if c.target, err = kafka.NewClientFromConfig(s.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, s.kafkaOpts...)...); err != nil {
+		return err
+	}
+	if c.producer, err = sarama.NewAsyncProducerFromClient(c.target); err != nil {
+		return fmt.Errorf("while creating the producer for the target cluster: %w", err)
+	}
+	sc, err := kafka.ProducerConfig(s.cfg, s.kafkaOpts...)
+	if err != nil {
+		return err
+	}
+	sc.Producer.MaxMessageBytes = maxProducibleBytes
+	sc.Producer.Flush.MaxMessages = 1
+	if c.singleClient, err = kafka.NewClientFromConfig(s.cfg.Target, sc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, s.kafkaOpts...)...); err != nil {
+		return err
+	}
+	if c.single, err = sarama.NewAsyncProducerFromClient(c.singleClient); err != nil {
+		return fmt.Errorf("while creating the single-record producer for the target cluster: %w", err)
+	}
+	s.producer, s.single, s.singleClient = c.producer, c.single, c.singleClient
+	s.targets = newTargetTopics(c.target, c.targetMeta, s.preserve)
+	s.log.Info("Sized record batches by the target topics' max.message.bytes", "batchBytes", s.limits.batchCap,
+		"targetTopics", len(targets), "maxInFlightBytes", s.budget.limit)
+	return nil
+}
+
+// admit readies a source record's outputs for sending: it chooses their producer
+// (all go through the same one), waits, when the claim switches producers, until
+// everything it sent through the other one was acked (so order within the partition
+// holds), and takes their bytes from the in-flight budget. It returns a
+// recordTooLargeError for an output no batch can carry, or ctx's error; then nothing
+// was taken.
+func (s *sender) admit(ctx context.Context, c *claimState, outs []*outMsg) error {
+	r := routeBatch
+	var bytes int64
+	for _, o := range outs {
+		or, err := s.limits.routeFor(o)
+		if err != nil {
+			return err
+		}
+		r = max(r, or)
+		o.budgeted = int64(o.msg.ByteSize(2))
+		bytes += o.budgeted
+	}
+	if r != c.via && c.tracker.InFlight() > 0 {
+		if err := c.tracker.WaitBelow(ctx, 1); err != nil {
+			return err
+		}
+	}
+	c.via = r
+	if r == routeSingle {
+		for _, o := range outs {
+			if err := s.singleProducerKnows(ctx, o.msg.Topic, o.msg.Partition); err != nil {
+				return err
+			}
+		}
+	}
+	for _, o := range outs {
+		o.via = r
+	}
+	return s.budget.acquire(ctx, s.failed, bytes)
+}
+
+// singleProducerKnows makes sure the single-record producer's metadata knows topic's
+// partition before a record is sent through it: awaitTarget asked the batching
+// producer's client, and sarama's manual partitioner refuses a partition its client
+// does not know yet.
+func (s *sender) singleProducerKnows(ctx context.Context, topic string, partition int32) error {
+	if _, err := s.targets.partitions(s.singleClient, topic, partition); err == nil {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.singleClient.RefreshMetadata(topic) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("while reading metadata of target topic %q: %w", topic, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// resendAlone sends o again through the single-record producer after the target refused
+// its batch as too large: the topic's limit fell below what the batching producer was
+// sized for (altered while mirroring, or misread). From now on the topic's records go
+// one at a time until the topic loop reads its limit again. It runs on the goroutine
+// that reads the batching producer's results, so refused records are sent again in
+// the order they were refused.
+//
+// Order within the partition is kept for the refused records among themselves, but
+// records queued behind them in the batching producer may reach the target first: the
+// one ordering exception, which only a target topic whose limit is lowered while the
+// mirror runs can cause. Nothing is lost or duplicated.
+func (s *sender) resendAlone(o *outMsg) {
+	if _, seen := s.limits.distrusted.LoadOrStore(o.msg.Topic, struct{}{}); !seen {
+		s.log.Info("Target refused a record batch as too large; sending the topic's records one at a time until its max.message.bytes is read again",
+			"targetTopic", o.msg.Topic, "partition", o.msg.Partition, "batchBytes", s.limits.batchCap)
+	}
+	s.resent.Add(1)
+	o.via = routeSingle
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DeliveryTimeout.Duration)
+	defer cancel()
+	if err := s.singleProducerKnows(ctx, o.msg.Topic, o.msg.Partition); err != nil {
+		s.fail(fmt.Errorf("while sending source record %s/%d offset %d again, alone: %w", o.part.topic, o.part.partition, o.sourceOffset, err))
+		return
+	}
+	select {
+	case s.single.Input() <- &o.msg:
+	case <-s.failed:
+	}
+}
