@@ -301,6 +301,16 @@ func TestChartValues(t *testing.T) {
 				}
 			},
 		},
+		"mirrors ServiceMonitor scrapes each watched namespace": {
+			set: []string{"metrics.mirrorServiceMonitor.enabled=true", `watchNamespace=team-a\,team-b`},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				mirrors := one(t, objs, "ServiceMonitor", fullname+"-mirrors")
+				want := map[string]any{"matchNames": []any{"team-a", "team-b"}}
+				if got := field(t, mirrors, "spec", "namespaceSelector"); !reflect.DeepEqual(got, want) {
+					t.Errorf("mirrors ServiceMonitor namespaceSelector = %v, want %v", got, want)
+				}
+			},
+		},
 		"crds.enabled=false leaves the CRD out": {
 			set: []string{"crds.enabled=false"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
