@@ -61,10 +61,12 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 		return st
 	}
 
-	st.Replicas = desiredReplicas(m)
 	st.Selector = podSelector(m)
 	st.ConsumerGroup = ConsumerGroup(m)
 	if obs.deployment != nil {
+		// Observed, not desired: the scale subresource reads status.replicas, and an
+		// autoscaler must see the pods that run, not the ones asked for.
+		st.Replicas = obs.deployment.Status.Replicas
 		st.ReadyReplicas = obs.deployment.Status.ReadyReplicas
 	}
 	if obs.topicsRan && obs.topics.err == nil {
