@@ -29,6 +29,9 @@ type KafkaMirrorReconciler struct {
 	// AllowedBootstrapServers bounds the Kafka clusters a KafkaMirror may name; the zero
 	// value allows every address.
 	AllowedBootstrapServers BootstrapAllowList
+	// LeaveUserIDUnset leaves the mirror pods' user, group and fsGroup IDs to the
+	// platform (OpenShift's restricted-v2 SCC) instead of pinning them.
+	LeaveUserIDUnset bool
 }
 
 // Least privilege: server-side apply needs create and patch (no update); the status is

@@ -70,6 +70,11 @@ type ManagerOptions struct {
 	// MaxConcurrentReconciles is how many KafkaMirrors are reconciled at once. Default 4:
 	// a topic sync waits on Kafka, so one slow cluster must not hold up the others.
 	MaxConcurrentReconciles int
+	// LeaveUserIDUnset leaves runAsUser, runAsGroup and fsGroup of the mirror pods unset
+	// instead of pinning them to the image's nonroot user (65532), so that OpenShift's
+	// restricted-v2 SCC, which refuses pinned IDs outside the namespace's range, assigns
+	// them. `kafka-mirror manager --pin-user-id=false` sets it.
+	LeaveUserIDUnset bool
 	// SkipControllerNameValidation allows several managers in one process (tests).
 	SkipControllerNameValidation bool
 	// Logger is the manager's and the reconciler's logger.
@@ -161,6 +166,8 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 		Scheme:    mgr.GetScheme(),
 		Recorder:  mgr.GetEventRecorder(FieldOwner),
 		Image:     o.Image,
+
+		LeaveUserIDUnset: o.LeaveUserIDUnset,
 
 		AllowedBootstrapServers: allowed,
 	}
