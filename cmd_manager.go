@@ -23,6 +23,7 @@ type managerOptions struct {
 	kubeconfig       string
 	watchNamespace   string
 	allowedBootstrap string
+	pinUserID        bool
 	controllers.ManagerOptions
 }
 
@@ -64,6 +65,8 @@ holds operator and engine.`,
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica through a Lease (turn on when running more than one replica)")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"),
 		"namespace of the leader-election Lease; default: the operator's own namespace (env POD_NAMESPACE)")
+	f.BoolVar(&o.pinUserID, "pin-user-id", true,
+		"run the mirror pods as UID/GID 65532 (the image's nonroot user); false leaves runAsUser, runAsGroup and fsGroup unset for the platform to assign (OpenShift restricted-v2)")
 	f.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "KafkaMirrors reconciled at once")
 	return cmd
 }
@@ -80,6 +83,7 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 
 	o.WatchNamespaces = splitNamespaces(o.watchNamespace)
 	o.AllowedBootstrapServers = splitNamespaces(o.allowedBootstrap)
+	o.LeaveUserIDUnset = !o.pinUserID
 	var cfg *rest.Config
 	if o.kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)

@@ -36,6 +36,9 @@ func (r *KafkaMirrorReconciler) applyChildren(ctx context.Context, m *v1alpha1.K
 		hash = r.currentConfigHash(ctx, m, hash)
 	}
 	d := mirrorDeployment(m, r.Image, hash)
+	if r.LeaveUserIDUnset {
+		unpinUserID(&d.Spec.Template.Spec)
+	}
 	if err := r.apply(ctx, d); err != nil {
 		return nil, err
 	}

@@ -136,6 +136,15 @@ func mirrorDeployment(m *v1alpha1.KafkaMirror, image, configHash string) *appsv1
 
 // desiredReplicas is the number of mirror pods m asks for: 0 when paused, else
 // spec.replicas (default 1).
+// unpinUserID leaves runAsUser, runAsGroup and fsGroup to the platform: OpenShift's
+// restricted-v2 SCC rejects IDs outside the namespace's range and assigns its own.
+// runAsNonRoot stays, so the restricted Pod Security Standard still holds.
+func unpinUserID(spec *corev1.PodSpec) {
+	if sc := spec.SecurityContext; sc != nil {
+		sc.RunAsUser, sc.RunAsGroup, sc.FSGroup = nil, nil, nil
+	}
+}
+
 func desiredReplicas(m *v1alpha1.KafkaMirror) int32 {
 	if m.Spec.Paused {
 		return 0

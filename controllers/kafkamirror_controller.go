@@ -29,6 +29,9 @@ type KafkaMirrorReconciler struct {
 	// AllowedBootstrapServers bounds the Kafka clusters a KafkaMirror may name; the zero
 	// value allows every address.
 	AllowedBootstrapServers BootstrapAllowList
+	// LeaveUserIDUnset leaves the mirror pods' user, group and fsGroup IDs to the
+	// platform (OpenShift's restricted-v2 SCC) instead of pinning them.
+	LeaveUserIDUnset bool
 }
 
 // Least privilege: server-side apply needs create and patch (no update); the status is
@@ -44,7 +47,8 @@ type KafkaMirrorReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs the steps for one KafkaMirror: validate -> check the bootstrap servers
+// Reconcile runs the steps for one KafkaMirror (none while it carries
+// kafkamirror.io/reconcile: disabled): validate -> check the bootstrap servers
 // against the allow-list -> read Secrets -> sync topics -> write children -> status (in
 // a defer, once). A spec error or a refused bootstrap server stalls the
 // KafkaMirror and is not retried; an unreachable cluster or missing Secret still writes
@@ -67,6 +71,10 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}()
 
+	if obs.disabled = reconcileDisabled(m); obs.disabled {
+		// Paused by the annotation: no child, no Kafka; the status says so.
+		return ctrl.Result{}, nil
+	}
 	if obs.config, obs.invalid = validate(m); obs.invalid == nil {
 		obs.invalid = checkReach(m, r.AllowedBootstrapServers)
 	}
@@ -93,6 +101,12 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: obs.config.TopicSyncInterval.Duration}, nil
+}
+
+// reconcileDisabled tells whether m's reconciliation is paused by
+// v1alpha1.ReconcileAnnotation.
+func reconcileDisabled(m *v1alpha1.KafkaMirror) bool {
+	return m.Annotations[v1alpha1.ReconcileAnnotation] == v1alpha1.ReconcileDisabled
 }
 
 // minRetryDelay and maxRetryDelay bound the retry delay of failed reconciles: an unreachable cluster is

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -69,6 +70,11 @@ type ManagerOptions struct {
 	// MaxConcurrentReconciles is how many KafkaMirrors are reconciled at once. Default 4:
 	// a topic sync waits on Kafka, so one slow cluster must not hold up the others.
 	MaxConcurrentReconciles int
+	// LeaveUserIDUnset leaves runAsUser, runAsGroup and fsGroup of the mirror pods unset
+	// instead of pinning them to the image's nonroot user (65532), so that OpenShift's
+	// restricted-v2 SCC, which refuses pinned IDs outside the namespace's range, assigns
+	// them. `kafka-mirror manager --pin-user-id=false` sets it.
+	LeaveUserIDUnset bool
 	// SkipControllerNameValidation allows several managers in one process (tests).
 	SkipControllerNameValidation bool
 	// Logger is the manager's and the reconciler's logger.
@@ -161,6 +167,8 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 		Recorder:  mgr.GetEventRecorder(FieldOwner),
 		Image:     o.Image,
 
+		LeaveUserIDUnset: o.LeaveUserIDUnset,
+
 		AllowedBootstrapServers: allowed,
 	}
 	if err := r.SetupWithManager(mgr, o); err != nil {
@@ -201,7 +209,7 @@ func (r *KafkaMirrorReconciler) SetupWithManager(mgr manager.Manager, o ManagerO
 	}
 	skip := o.SkipControllerNameValidation
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.KafkaMirror{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.KafkaMirror{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, reconcileAnnotationChanged))).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
@@ -227,4 +235,20 @@ func (r *KafkaMirrorReconciler) mirrorsForSecret(ctx context.Context, secret cli
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
 	}
 	return reqs
+}
+
+// reconcileAnnotationChanged lets through the updates that set, change or remove
+// v1alpha1.ReconcileAnnotation, which GenerationChangedPredicate drops (metadata does not
+// move the generation), so that removing it resumes the mirror at once. Other
+// annotation changes (kubectl's last-applied configuration, for one) stay filtered out.
+var reconcileAnnotationChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return false
+		}
+		return e.ObjectOld.GetAnnotations()[v1alpha1.ReconcileAnnotation] != e.ObjectNew.GetAnnotations()[v1alpha1.ReconcileAnnotation]
+	},
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }

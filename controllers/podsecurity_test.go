@@ -43,12 +43,22 @@ func TestPodsPassRestrictedPodSecurity(t *testing.T) {
 	withCapability := mirror.Spec.Template.Spec.DeepCopy()
 	withCapability.Containers[0].SecurityContext.Capabilities = &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}
 
+	// OpenShift's restricted-v2 SCC assigns the IDs: --pin-user-id=false leaves them unset.
+	unpinned := mirror.Spec.Template.Spec.DeepCopy()
+	unpinUserID(unpinned)
+	if sc := unpinned.SecurityContext; sc.RunAsUser != nil || sc.RunAsGroup != nil || sc.FSGroup != nil || !*sc.RunAsNonRoot {
+		t.Fatalf("unpinned pod security context %+v: want no user, group or fsGroup, runAsNonRoot kept", sc)
+	}
+	if sc := mirror.Spec.Template.Spec.SecurityContext; *sc.RunAsUser != runAsUser || *sc.RunAsGroup != runAsUser || *sc.FSGroup != runAsUser {
+		t.Fatalf("pinned pod security context %+v: want user, group and fsGroup %d", sc, runAsUser)
+	}
 	tests := map[string]struct {
 		spec      corev1.PodSpec
 		wantAdmit bool
 	}{
-		"mirror pod":   {spec: mirror.Spec.Template.Spec, wantAdmit: true},
-		"operator pod": {spec: operator.Spec.Template.Spec, wantAdmit: true},
+		"mirror pod":                    {spec: mirror.Spec.Template.Spec, wantAdmit: true},
+		"mirror pod with user ID unset": {spec: *unpinned, wantAdmit: true},
+		"operator pod":                  {spec: operator.Spec.Template.Spec, wantAdmit: true},
 		// Proves the namespace really enforces the standard.
 		"pod adding a capability": {spec: *withCapability, wantAdmit: false},
 	}

@@ -23,7 +23,9 @@ import (
 // observation collects what the reconcile steps found. Steps fill it and never touch
 // conditions; computeStatus turns it into status in one place.
 type observation struct {
-	config *config.Config
+	// disabled is true when the reconcile annotation paused reconciliation: no step ran.
+	disabled bool
+	config   *config.Config
 	// invalid is a spec error the operator cannot fix: Stalled.
 	invalid error
 	// secretErr is a referenced Secret that could not be read.
@@ -44,16 +46,6 @@ type observation struct {
 // the Deployment available with every replica ready, and the topics synced.
 func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirrorStatus {
 	st := *m.Status.DeepCopy()
-	st.Replicas = desiredReplicas(m)
-	st.Selector = podSelector(m)
-	st.ConsumerGroup = ConsumerGroup(m)
-	if obs.deployment != nil {
-		st.ReadyReplicas = obs.deployment.Status.ReadyReplicas
-	}
-	if obs.topicsRan && obs.topics.err == nil {
-		st.Topics = topicsStatus(obs.topics)
-	}
-
 	gen := m.Generation
 	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -61,6 +53,25 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 		})
 	}
 
+	if obs.disabled {
+		// The rest of the status keeps what the last reconcile found; the other
+		// conditions' generation stays behind, which tells that they may be out of date.
+		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonReconcileDisabled,
+			fmt.Sprintf("reconciliation is paused by the annotation %s: %s; remove it to resume", v1alpha1.ReconcileAnnotation, v1alpha1.ReconcileDisabled))
+		return st
+	}
+
+	st.Selector = podSelector(m)
+	st.ConsumerGroup = ConsumerGroup(m)
+	if obs.deployment != nil {
+		// Observed, not desired: the scale subresource reads status.replicas, and an
+		// autoscaler must see the pods that run, not the ones asked for.
+		st.Replicas = obs.deployment.Status.Replicas
+		st.ReadyReplicas = obs.deployment.Status.ReadyReplicas
+	}
+	if obs.topicsRan && obs.topics.err == nil {
+		st.Topics = topicsStatus(obs.topics)
+	}
 	if obs.invalid != nil {
 		msg, reason := obs.invalid.Error(), v1alpha1.ReasonInvalidSpec
 		var notAllowed *notAllowedError
@@ -197,7 +208,8 @@ func (r *KafkaMirrorReconciler) finalizeStatus(ctx context.Context, m *v1alpha1.
 	next := computeStatus(m, obs)
 	// A stalled spec is a finished reconcile too: its outcome is Stalled, and kstatus
 	// readers trust Stalled only when observedGeneration is current.
-	if reconcileErr == nil || obs.invalid != nil {
+	// A paused reconcile applied nothing, so the generation is not observed.
+	if (reconcileErr == nil && !obs.disabled) || obs.invalid != nil {
 		next.ObservedGeneration = m.Generation
 	}
 	r.recordTransitions(m, &next, obs)

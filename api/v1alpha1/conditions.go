@@ -72,4 +72,18 @@ const (
 	ReasonProgressing = "Progressing"
 	// ReasonReconciled (Reconciling=False, Stalled=False): nothing left to do.
 	ReasonReconciled = "Reconciled"
+	// ReasonReconcileDisabled (Reconciling=False): the KafkaMirror carries
+	// ReconcileAnnotation=ReconcileDisabled; the operator leaves its children and Kafka
+	// alone, and Ready, TopicsSynced and Stalled keep what they said before the pause.
+	ReasonReconcileDisabled = "ReconcileDisabled"
+)
+
+// ReconcileAnnotation set to ReconcileDisabled on a KafkaMirror pauses the operator's
+// own reconciliation of it: its children are neither written nor restored and Kafka is
+// not contacted, while the running mirror pods go on as they are. Removing the
+// annotation (or any other value) resumes it. Unlike spec.paused, nothing is scaled down.
+const (
+	ReconcileAnnotation = "kafkamirror.io/reconcile"
+	// ReconcileDisabled is the ReconcileAnnotation value that pauses reconciliation.
+	ReconcileDisabled = "disabled"
 )

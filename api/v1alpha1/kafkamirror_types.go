@@ -15,7 +15,7 @@ import (
 // +kubebuilder:resource:shortName=km;kmirror,categories=kafka
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source.bootstrapServers[0]`,description="First source bootstrap server"
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.bootstrapServers[0]`,description="First target bootstrap server"
-// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.replicas`,description="Mirror pods wanted"
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.replicas`,description="Mirror pods running (observed)"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the mirror is running and its topics are in sync"
 // +kubebuilder:printcolumn:name="Topics",type=integer,JSONPath=`.status.topics.selected`,description="Source topics selected for mirroring"
 // +kubebuilder:printcolumn:name="In Sync",type=integer,JSONPath=`.status.topics.inSync`,priority=1,description="Topics whose target partition count matches the source"
@@ -526,7 +526,9 @@ type KafkaMirrorStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// replicas is the number of mirror pods wanted (0 when paused).
+	// replicas is the number of mirror pods the Deployment has (its status.replicas:
+	// observed, not desired; during a rollout old and new pods both count). The scale
+	// subresource reports it.
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 

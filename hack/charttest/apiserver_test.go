@@ -78,6 +78,10 @@ func TestInstallOnAPIServer(t *testing.T) {
 		if err := dryRunPod(ctx, c, "restricted", deploy); err != nil {
 			t.Errorf("the chart's operator pod is rejected in a restricted namespace: %v", err)
 		}
+		unpinned := one(t, renderChart(t, release, releaseNamespace, "pinUserID=false"), "Deployment", fullname)
+		if err := dryRunPod(ctx, c, "restricted", unpinned); err != nil {
+			t.Errorf("the chart's operator pod with pinUserID=false is rejected in a restricted namespace: %v", err)
+		}
 		// The same check must be able to fail, or the passes above mean nothing.
 		loose := one(t, renderChart(t, release, releaseNamespace, "securityContext.allowPrivilegeEscalation=true"), "Deployment", fullname)
 		if err := dryRunPod(ctx, c, "restricted", loose); err == nil || !strings.Contains(err.Error(), `violates PodSecurity "restricted:latest"`) {

@@ -301,6 +301,29 @@ func TestChartValues(t *testing.T) {
 				}
 			},
 		},
+		"mirrors ServiceMonitor scrapes each watched namespace": {
+			set: []string{"metrics.mirrorServiceMonitor.enabled=true", `watchNamespace=team-a\,team-b`},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				mirrors := one(t, objs, "ServiceMonitor", fullname+"-mirrors")
+				want := map[string]any{"matchNames": []any{"team-a", "team-b"}}
+				if got := field(t, mirrors, "spec", "namespaceSelector"); !reflect.DeepEqual(got, want) {
+					t.Errorf("mirrors ServiceMonitor namespaceSelector = %v, want %v", got, want)
+				}
+			},
+		},
+		"pinUserID=false leaves the user IDs to the platform (OpenShift)": {
+			set: []string{"pinUserID=false"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				deploy := one(t, objs, "Deployment", fullname)
+				want := map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
+				if got := field(t, deploy, "spec", "template", "spec", "securityContext"); !reflect.DeepEqual(got, want) {
+					t.Errorf("operator pod securityContext = %v, want %v", got, want)
+				}
+				if args := stringList(managerContainer(t, deploy)["args"]); !slices.Contains(args, "--pin-user-id=false") {
+					t.Errorf("args %v lack --pin-user-id=false: the mirror pods would still pin their IDs", args)
+				}
+			},
+		},
 		"crds.enabled=false leaves the CRD out": {
 			set: []string{"crds.enabled=false"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
