@@ -87,6 +87,23 @@ func startEngine(bin, env []string, dir, name string, c *config.Config) (*engine
 	return p, nil
 }
 
+// launch starts the engine command bin for spec, mirroring topic to target, on a free
+// loopback metrics address, as the run named run; it returns the process and that
+// address.
+func (b *bench) launch(bin []string, spec engineSpec, run, topic string, target []string) (*engineproc.Process, string, error) {
+	addr, err := engineproc.FreeLoopbackAddress()
+	if err != nil {
+		return nil, "", err
+	}
+	name := b.runName(run)
+	cfg, err := engineConfig(spec, b.srcBrokers, target, "bench-"+name, topic, addr)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := startEngine(bin, b.o.engineEnv, b.workDir, name, cfg)
+	return p, addr, err
+}
+
 // usage is what the kernel counted for the engine process.
 type usage struct {
 	// CPU is user plus system time.

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-
-	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 )
 
 // largeTopic holds the large records of the large-record run.
@@ -58,16 +56,7 @@ func (b *bench) large(ctx context.Context) (largeResult, error) {
 	}
 	spec := engineSpec{name: "large", noDataLoss: true, streams: b.o.streams, maxInFlightBytes: b.o.largeInFlight}
 	err := b.withTarget(ctx, spec.name, b.o.throttle, largeTopic, func(target []string) error {
-		addr, err := engineproc.FreeLoopbackAddress()
-		if err != nil {
-			return err
-		}
-		name := b.runName(spec.name)
-		cfg, err := engineConfig(spec, b.srcBrokers, target, "bench-"+name, largeTopic, addr)
-		if err != nil {
-			return err
-		}
-		p, err := startEngine(b.engineBin, b.o.engineEnv, b.workDir, name, cfg)
+		p, addr, err := b.launch(b.engineBin, spec, spec.name, largeTopic, target)
 		if err != nil {
 			return err
 		}

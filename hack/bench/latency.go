@@ -42,16 +42,8 @@ const warmup = 2 * time.Second
 func (b *bench) latency(ctx context.Context) (latencyResult, error) {
 	res := latencyResult{Rate: b.o.latencyRate, EngineP50Ms: -1, EngineP99Ms: -1}
 	err := b.withTarget(ctx, "latency", 0, latencyTopic, func(target []string) error {
-		addr, err := engineproc.FreeLoopbackAddress()
-		if err != nil {
-			return err
-		}
-		name := b.runName("latency")
-		cfg, err := engineConfig(engineSpec{name: "latency", noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight}, b.srcBrokers, target, "bench-"+name, latencyTopic, addr)
-		if err != nil {
-			return err
-		}
-		p, err := startEngine(b.engineBin, b.o.engineEnv, b.workDir, name, cfg)
+		spec := engineSpec{name: "latency", noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight}
+		p, addr, err := b.launch(b.engineBin, spec, "latency", latencyTopic, target)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
@@ -351,21 +350,12 @@ func (b *bench) engineThroughput(ctx context.Context, spec engineSpec, want int)
 func (b *bench) engineRun(ctx context.Context, spec engineSpec, bin []string, want int, halfSignal syscall.Signal) (engineResult, error) {
 	res := engineResult{Name: spec.name, Records: want}
 	err := b.withTarget(ctx, spec.name, 0, dataTopic, func(target []string) error {
-		addr, err := engineproc.FreeLoopbackAddress()
-		if err != nil {
-			return err
-		}
-		name := b.runName(spec.name)
-		cfg, err := engineConfig(spec, b.srcBrokers, target, "bench-"+name, dataTopic, addr)
-		if err != nil {
-			return err
-		}
 		counter, err := newTargetCounter(target, dataTopic, int32(b.o.partitions))
 		if err != nil {
 			return err
 		}
 		defer counter.close()
-		p, err := startEngine(bin, b.o.engineEnv, b.workDir, name, cfg)
+		p, _, err := b.launch(bin, spec, spec.name, dataTopic, target)
 		if err != nil {
 			return err
 		}
@@ -378,11 +368,11 @@ func (b *bench) engineRun(ctx context.Context, spec engineSpec, bin []string, wa
 		cancel()
 		if err != nil {
 			stopEngine(p, syscall.SIGKILL, 5*time.Second)
-			return fmt.Errorf("while waiting for the %s run (log %s): %w", name, p.LogPath(), err)
+			return fmt.Errorf("while waiting for the %s run (log %s): %w", spec.name, p.LogPath(), err)
 		}
 		u := stopEngine(p, syscall.SIGTERM, time.Minute)
 		if u.ExitErr != nil {
-			return fmt.Errorf("the %s engine did not stop cleanly: %w; last log lines:\n%s", name, u.ExitErr, p.LogTail(logTailLines))
+			return fmt.Errorf("the %s engine did not stop cleanly: %w; last log lines:\n%s", spec.name, u.ExitErr, p.LogTail(logTailLines))
 		}
 		res.fill(pr, u, int64(b.gen.recordBytes(0)))
 		return nil
@@ -401,16 +391,7 @@ func (b *bench) throttled(ctx context.Context, maxInFlight int) (throttleResult,
 		BytesPerSecond: b.o.throttle, Duration: b.o.throttleTime}
 	spec := engineSpec{name: "throttled", noDataLoss: true, maxInFlight: maxInFlight, streams: b.o.streams}
 	err := b.withTarget(ctx, spec.name, b.o.throttle, dataTopic, func(target []string) error {
-		addr, err := engineproc.FreeLoopbackAddress()
-		if err != nil {
-			return err
-		}
-		name := b.runName(fmt.Sprintf("throttled-%d", maxInFlight))
-		cfg, err := engineConfig(spec, b.srcBrokers, target, "bench-"+name, dataTopic, addr)
-		if err != nil {
-			return err
-		}
-		p, err := startEngine(b.engineBin, b.o.engineEnv, b.workDir, name, cfg)
+		p, addr, err := b.launch(b.engineBin, spec, fmt.Sprintf("throttled-%d", maxInFlight), dataTopic, target)
 		if err != nil {
 			return err
 		}
