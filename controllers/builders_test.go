@@ -42,7 +42,7 @@ func withSecrets(m *v1alpha1.KafkaMirror) {
 	m.Spec.Source.TLS = &v1alpha1.TLSSpec{CASecretRef: &v1alpha1.SecretKeyReference{Name: "source-ca"}}
 	m.Spec.Target.TLS = &v1alpha1.TLSSpec{
 		CASecretRef:   &v1alpha1.SecretKeyReference{Name: "target-ca", Key: "bundle.pem"},
-		CertSecretRef: &v1alpha1.SecretReference{Name: "target-client"},
+		CertSecretRef: &v1alpha1.CertSecretReference{Name: "target-client"},
 	}
 }
 

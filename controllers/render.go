@@ -92,6 +92,9 @@ func renderCluster(role string, cl *v1alpha1.ClusterSpec) config.Cluster {
 		if t.CASecretRef != nil {
 			out.TLS.CAFile = secretFilePath(role+"-ca", caFile)
 		}
+		for i := range t.CASecretRefs {
+			out.TLS.CAFiles = append(out.TLS.CAFiles, secretFilePath(extraCAVolume(role, i), caFile))
+		}
 		if t.CertSecretRef != nil {
 			out.TLS.CertFile = secretFilePath(role+"-cert", certFile)
 			out.TLS.KeyFile = secretFilePath(role+"-cert", keyFile)

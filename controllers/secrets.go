@@ -58,14 +58,25 @@ func secretVolumes(m *v1alpha1.KafkaMirror) []secretVolume {
 				field: "spec." + c.role + ".tls.caSecretRef",
 				items: []corev1.KeyToPath{{Key: keyOr(t.CASecretRef.Key, caFile), Path: caFile}}})
 		}
+		if t := c.cl.TLS; t != nil {
+			for i, ref := range t.CASecretRefs {
+				out = append(out, secretVolume{name: extraCAVolume(c.role, i), secret: ref.Name,
+					field: fmt.Sprintf("spec.%s.tls.caSecretRefs[%d]", c.role, i),
+					items: []corev1.KeyToPath{{Key: keyOr(ref.Key, caFile), Path: caFile}}})
+			}
+		}
 		if t := c.cl.TLS; t != nil && t.CertSecretRef != nil {
-			out = append(out, secretVolume{name: c.role + "-cert", secret: t.CertSecretRef.Name,
+			ref := t.CertSecretRef
+			out = append(out, secretVolume{name: c.role + "-cert", secret: ref.Name,
 				field: "spec." + c.role + ".tls.certSecretRef",
-				items: []corev1.KeyToPath{{Key: certFile, Path: certFile}, {Key: keyFile, Path: keyFile}}})
+				items: []corev1.KeyToPath{{Key: keyOr(ref.CertKey, certFile), Path: certFile}, {Key: keyOr(ref.KeyKey, keyFile), Path: keyFile}}})
 		}
 	}
 	return out
 }
+
+// extraCAVolume names the volume of spec.<role>.tls.caSecretRefs[i].
+func extraCAVolume(role string, i int) string { return fmt.Sprintf("%s-ca-%d", role, i+1) }
 
 func keyOr(key, def string) string {
 	if key == "" {

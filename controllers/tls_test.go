@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
 
@@ -113,7 +115,7 @@ func TestMutualTLSFromSecrets(t *testing.T) {
 			BootstrapServers: target.ListenAddrs(),
 			TLS: &v1alpha1.TLSSpec{
 				CASecretRef:   &v1alpha1.SecretKeyReference{Name: "target-ca"},
-				CertSecretRef: &v1alpha1.SecretReference{Name: "target-client"},
+				CertSecretRef: &v1alpha1.CertSecretReference{Name: "target-client"},
 			},
 		}
 	}))
@@ -127,7 +129,7 @@ func TestMutualTLSFromSecrets(t *testing.T) {
 	}
 	cfg := RenderConfig(testMirror(ns, name, "x", func(m *v1alpha1.KafkaMirror) {
 		m.Spec.Target = v1alpha1.ClusterSpec{BootstrapServers: target.ListenAddrs(), TLS: &v1alpha1.TLSSpec{
-			CASecretRef: &v1alpha1.SecretKeyReference{Name: "target-ca"}, CertSecretRef: &v1alpha1.SecretReference{Name: "target-client"}}}
+			CASecretRef: &v1alpha1.SecretKeyReference{Name: "target-ca"}, CertSecretRef: &v1alpha1.CertSecretReference{Name: "target-client"}}}
 	}))
 	admin, err := kafka.NewClusterAdmin(cfg.Target, kafka.WithFileReader(files.read))
 	if err != nil {
@@ -150,6 +152,56 @@ func TestMutualTLSFromSecrets(t *testing.T) {
 	}
 	t.Logf("without a client certificate: %s", c.Message)
 
+	t.Run("a Strimzi KafkaUser Secret and a CA rotation with old and new CA", func(t *testing.T) {
+		// A KafkaUser Secret has user.crt/user.key and is Opaque; during a rotation the old
+		// CA (which signed nothing here) and the new one are both trusted.
+		oldCA := newTestPKI(t)
+		create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-ca-old"}, Data: map[string][]byte{"ca.crt": oldCA.caPEM}})
+		create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-ca-new"}, Data: map[string][]byte{"ca-new.crt": pki.caPEM}})
+		create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mirror-user"},
+			Data: map[string][]byte{"user.crt": pki.clientCert, "user.key": pki.clientKey, "user.password": []byte("unused")}})
+		create(t, testMirror(ns, "strimzi-user", `tls\..*`, func(m *v1alpha1.KafkaMirror) {
+			m.Spec.Target = v1alpha1.ClusterSpec{BootstrapServers: target.ListenAddrs(), TLS: &v1alpha1.TLSSpec{
+				CASecretRef:   &v1alpha1.SecretKeyReference{Name: "cluster-ca-old"},
+				CASecretRefs:  []v1alpha1.SecretKeyReference{{Name: "cluster-ca-new", Key: "ca-new.crt"}},
+				CertSecretRef: &v1alpha1.CertSecretReference{Name: "mirror-user", CertKey: "user.crt", KeyKey: "user.key"},
+			}}
+		}))
+		waitCondition(t, ns, "strimzi-user", v1alpha1.ConditionTopicsSynced, metav1.ConditionTrue, v1alpha1.ReasonTopicsInSync)
+
+		// The pods mount the chosen keys under the file names the rendered config reads.
+		d, cm := &appsv1.Deployment{}, &corev1.ConfigMap{}
+		testutil.Eventually(t, 90*time.Second, func() error {
+			if err := get(d, ns, "strimzi-user-mirror"); err != nil {
+				return err
+			}
+			return get(cm, ns, "strimzi-user-mirror-config")
+		})
+		items := map[string]string{}
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Secret == nil {
+				continue
+			}
+			for _, it := range v.Secret.Items {
+				items[v.Name+"/"+it.Path] = v.Secret.SecretName + ":" + it.Key
+			}
+		}
+		expect(t, "target-ca/ca.crt", items["target-ca/ca.crt"], "cluster-ca-old:ca.crt")
+		expect(t, "target-ca-1/ca.crt", items["target-ca-1/ca.crt"], "cluster-ca-new:ca-new.crt")
+		expect(t, "target-cert/tls.crt", items["target-cert/tls.crt"], "mirror-user:user.crt")
+		expect(t, "target-cert/tls.key", items["target-cert/tls.key"], "mirror-user:user.key")
+		rendered := cm.Data["mirror.yaml"]
+		for _, path := range []string{secretFilePath("target-ca", caFile), secretFilePath("target-ca-1", caFile),
+			secretFilePath("target-cert", certFile), secretFilePath("target-cert", keyFile)} {
+			if !strings.Contains(rendered, path) {
+				t.Errorf("the rendered config does not read %s:\n%s", path, rendered)
+			}
+		}
+		if strings.Contains(rendered, "BEGIN") || strings.Contains(rendered, "unused") {
+			t.Errorf("the rendered config holds Secret data:\n%s", rendered)
+		}
+	})
+
 	t.Run("a refused client certificate reaches status as a cause, never as PEM", func(t *testing.T) {
 		// A certificate from another CA: the broker ends the handshake.
 		untrusted := newTestPKI(t)
@@ -158,7 +210,7 @@ func TestMutualTLSFromSecrets(t *testing.T) {
 		create(t, testMirror(ns, "untrusted-cert", `tls\..*`, func(m *v1alpha1.KafkaMirror) {
 			m.Spec.Target = v1alpha1.ClusterSpec{BootstrapServers: target.ListenAddrs(), TLS: &v1alpha1.TLSSpec{
 				CASecretRef:   &v1alpha1.SecretKeyReference{Name: "target-ca"},
-				CertSecretRef: &v1alpha1.SecretReference{Name: "untrusted-client"},
+				CertSecretRef: &v1alpha1.CertSecretReference{Name: "untrusted-client"},
 			}}
 		}))
 		_, c := waitCondition(t, ns, "untrusted-cert", v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, v1alpha1.ReasonTargetUnreachable)

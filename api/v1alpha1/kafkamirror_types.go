@@ -235,10 +235,18 @@ type TLSSpec struct {
 	// +optional
 	CASecretRef *SecretKeyReference `json:"caSecretRef,omitempty"`
 
-	// certSecretRef names a kubernetes.io/tls Secret (keys tls.crt and tls.key) whose
-	// certificate and key the mirror presents for mutual TLS.
+	// caSecretRefs names more Secret keys holding PEM CA certificates, trusted alongside
+	// caSecretRef: during a CA rotation the old and the new CA are trusted side by side.
 	// +optional
-	CertSecretRef *SecretReference `json:"certSecretRef,omitempty"`
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	CASecretRefs []SecretKeyReference `json:"caSecretRefs,omitempty"`
+
+	// certSecretRef names a Secret whose certificate and key the mirror presents for
+	// mutual TLS: a kubernetes.io/tls Secret (keys tls.crt and tls.key) by default, or any
+	// Secret with other key names, such as a Strimzi KafkaUser's (user.crt, user.key).
+	// +optional
+	CertSecretRef *CertSecretReference `json:"certSecretRef,omitempty"`
 
 	// insecureSkipVerify disables verification of the brokers' certificates. For tests
 	// only: it allows a man in the middle. Default false.
@@ -297,13 +305,25 @@ type SecretKeyReference struct {
 	Key string `json:"key,omitempty"`
 }
 
-// SecretReference names a Secret in the KafkaMirror's namespace.
-type SecretReference struct {
+// CertSecretReference names a Secret holding a PEM client certificate and its key.
+type CertSecretReference struct {
 	// name is the Secret's name.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
+
+	// certKey is the key holding the PEM certificate (chain). Default tls.crt.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	CertKey string `json:"certKey,omitempty"`
+
+	// keyKey is the key holding the PEM private key. Default tls.key.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	KeyKey string `json:"keyKey,omitempty"`
 }
 
 // TopicsSpec selects source topics and names their targets.

@@ -98,6 +98,9 @@ type Cluster struct {
 type TLS struct {
 	// CAFile is a PEM bundle of CAs to trust instead of the system roots.
 	CAFile string `json:"caFile,omitempty"`
+	// CAFiles are more PEM bundles trusted alongside CAFile, so a CA rotation can keep
+	// the old and the new CA side by side.
+	CAFiles []string `json:"caFiles,omitempty"`
 	// CertFile is the PEM client certificate for mutual TLS; needs KeyFile.
 	CertFile string `json:"certFile,omitempty"`
 	// KeyFile is the PEM private key of CertFile.

@@ -99,14 +99,24 @@ func tlsConfig(t *config.TLS, o options) (*tls.Config, error) {
 		// InsecureSkipVerify is an explicit user choice documented as test-only.
 		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // opt-in, documented
 	}
-	if t.CAFile != "" {
-		pem, err := o.readFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("%s.tls.caFile: %w", o.role, err)
-		}
+	if t.CAFile != "" || len(t.CAFiles) > 0 {
 		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s.tls.caFile: %s holds no PEM certificate", o.role, t.CAFile)
+		files := append([]string{t.CAFile}, t.CAFiles...)
+		for i, f := range files {
+			if f == "" {
+				continue
+			}
+			field := "caFile"
+			if i > 0 {
+				field = fmt.Sprintf("caFiles[%d]", i-1)
+			}
+			pem, err := o.readFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("%s.tls.%s: %w", o.role, field, err)
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("%s.tls.%s: %s holds no PEM certificate", o.role, field, f)
+			}
 		}
 		tc.RootCAs = pool
 	}

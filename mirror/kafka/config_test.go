@@ -116,6 +116,11 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 			opts: []Option{WithRole(RoleSource)},
 			want: "source.tls.caFile: " + notPEM + " holds no PEM certificate",
 		},
+		"second ca bundle without a certificate": {
+			cl:   config.Cluster{TLS: &config.TLS{CAFiles: []string{missing, notPEM}}},
+			opts: []Option{WithRole(RoleTarget)},
+			want: "target.tls.caFiles[0]: open " + missing,
+		},
 		"cert without key": {
 			cl:   config.Cluster{TLS: &config.TLS{CertFile: notPEM}},
 			opts: []Option{WithRole(RoleSource)},
@@ -206,14 +211,19 @@ func TestTLSAgainstKfake(t *testing.T) {
 	caFile := testutil.WriteFile(t, t.TempDir(), "ca.crt", string(certPEM))
 	certFile := testutil.WriteFile(t, t.TempDir(), "tls.crt", string(certPEM))
 	keyFile := testutil.WriteFile(t, t.TempDir(), "tls.key", string(keyPEM))
+	otherPEM, _ := selfSigned(t)
+	otherFile := testutil.WriteFile(t, t.TempDir(), "old-ca.crt", string(otherPEM))
 
 	tests := map[string]struct {
 		tls    *config.TLS
 		wantOK bool
 	}{
-		"trusted ca":                {&config.TLS{CAFile: caFile}, true},
-		"client certificate":        {&config.TLS{CAFile: caFile, CertFile: certFile, KeyFile: keyFile}, true},
-		"insecure skip verify":      {&config.TLS{InsecureSkipVerify: true}, true},
+		"trusted ca":           {&config.TLS{CAFile: caFile}, true},
+		"client certificate":   {&config.TLS{CAFile: caFile, CertFile: certFile, KeyFile: keyFile}, true},
+		"insecure skip verify": {&config.TLS{InsecureSkipVerify: true}, true},
+		// A CA rotation: the old CA first, the one that signed the broker in caFiles.
+		"trusted among several cas": {&config.TLS{CAFile: otherFile, CAFiles: []string{caFile}}, true},
+		"only an unrelated ca":      {&config.TLS{CAFile: otherFile}, false},
 		"system roots do not trust": {&config.TLS{}, false},
 	}
 	for name, tc := range tests {
