@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,6 +47,7 @@ type KafkaMirrorReconciler struct {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
 
 // Reconcile runs the steps for one KafkaMirror (none while it carries
 // kafkamirror.io/reconcile: disabled): validate -> check the bootstrap servers
@@ -94,14 +96,31 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if obs.deployment, obs.childErr = r.applyChildren(ctx, m, obs.config, files); obs.childErr != nil {
 		return ctrl.Result{}, obs.childErr
 	}
+	notReady := desiredReplicas(m) > 0 && !deploymentReady(obs.deployment, desiredReplicas(m))
+	if notReady {
+		// A failure to look is logged, not fatal: Ready stays DeploymentNotReady.
+		if obs.podProblem, err = diagnosePods(ctx, r.APIReader, m, obs.deployment); err != nil {
+			logr.FromContextOrDiscard(ctx).Error(err, "Failed to list the mirror pods")
+		}
+	}
 
 	// Transient failures are returned so the work queue retries them with backoff; the
 	// status already says what failed.
 	if err := errors.Join(obs.secretErr, obs.topics.err); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: obs.config.TopicSyncInterval.Duration}, nil
+	next := obs.config.TopicSyncInterval.Duration
+	if notReady {
+		// Pods are not watched: a crash loop or a stuck rollout changes no object the
+		// operator watches, so look again soon.
+		next = min(next, notReadyRecheck)
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
 }
+
+// notReadyRecheck is how soon a reconcile looks again at a mirror whose pods are not
+// ready, to tell starting pods from a crash loop or an image that cannot be pulled.
+const notReadyRecheck = 15 * time.Second
 
 // reconcileDisabled tells whether m's reconciliation is paused by
 // v1alpha1.ReconcileAnnotation.

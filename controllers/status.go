@@ -37,6 +37,9 @@ type observation struct {
 	deployment *appsv1.Deployment
 	// childErr is a failure to write a child object.
 	childErr error
+	// podProblem says why the Deployment is not ready when a person must act; nil
+	// while pods are still starting, or when the Deployment is ready.
+	podProblem *podProblem
 }
 
 // computeStatus returns m's status for what obs observed. Conditions keep their
@@ -173,6 +176,8 @@ func readyCondition(m *v1alpha1.KafkaMirror, obs *observation, topicsSynced bool
 		return metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotReady, obs.childErr.Error()
 	case !topicsSynced:
 		return metav1.ConditionFalse, v1alpha1.ReasonTopicsNotSynced, "topics are not synced: " + topicsMsg
+	case obs.podProblem != nil && obs.deployment != nil && !deploymentReady(obs.deployment, want):
+		return metav1.ConditionFalse, obs.podProblem.reason, obs.podProblem.message
 	case obs.deployment == nil || !deploymentReady(obs.deployment, want):
 		ready := int32(0)
 		if obs.deployment != nil {

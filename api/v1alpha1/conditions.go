@@ -31,6 +31,16 @@ const (
 	// ReasonDeploymentNotReady (Ready=False, Reconciling=True): mirror pods are
 	// starting, rolling out or failing their readiness probe.
 	ReasonDeploymentNotReady = "DeploymentNotReady"
+	// ReasonCrashLoop (Ready=False): a mirror container keeps exiting; the message holds
+	// its last termination message (the engine exits with a one-line error).
+	ReasonCrashLoop = "CrashLoop"
+	// ReasonImagePull (Ready=False): a mirror pod's image cannot be pulled.
+	ReasonImagePull = "ImagePull"
+	// ReasonUnschedulable (Ready=False): a mirror pod fits on no node.
+	ReasonUnschedulable = "Unschedulable"
+	// ReasonRolloutStuck (Ready=False): the mirror Deployment passed its
+	// progressDeadlineSeconds without finishing its rollout.
+	ReasonRolloutStuck = "RolloutStuck"
 	// ReasonTopicsNotSynced (Ready=False): see the TopicsSynced condition.
 	ReasonTopicsNotSynced = "TopicsNotSynced"
 	// ReasonInvalidSpec (Stalled=True, Ready=False, TopicsSynced=False): the spec

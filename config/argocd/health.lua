@@ -12,7 +12,8 @@
 
 -- Ready=False reasons (api/v1alpha1/conditions.go) that clear by themselves while the operator
 -- works: pods starting or rolling out, a change being applied. Any other reason (InvalidSpec,
--- SecretNotFound, TopicsNotSynced, ...) needs a person: Degraded.
+-- SecretNotFound, TopicsNotSynced, CrashLoop, ImagePull, Unschedulable, RolloutStuck, ...) needs
+-- a person: Degraded.
 local transientReasons = {
   DeploymentNotReady = true,
   Progressing = true,

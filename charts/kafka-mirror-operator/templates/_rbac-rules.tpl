@@ -14,6 +14,12 @@
 - apiGroups:
   - ""
   resources:
+  - pods
+  verbs:
+  - list
+- apiGroups:
+  - ""
+  resources:
   - secrets
   verbs:
   - get
