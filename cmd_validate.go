@@ -55,5 +55,8 @@ func renderKafkaMirror(doc []byte) (*config.Config, error) {
 		}
 		return nil, fmt.Errorf("while parsing the KafkaMirror: %w", err)
 	}
+	for _, p := range controllers.PodProblems(&m) {
+		problems = append(problems, errors.New(p))
+	}
 	return controllers.RenderConfig(&m), errors.Join(problems...)
 }

@@ -34,6 +34,13 @@ func TestValidateCommand(t *testing.T) {
 				"km-bad.yaml: document 0 (KafkaMirror payments): spec.rebalanceListener.args.verbosity: \"loud\" is not a non-negative integer\n",
 			wantErr: "validate found 3 problem(s)",
 		},
+		"invalid KafkaMirror: pod options the schema cannot check": {
+			args: []string{"-f", "km-pod.yaml"},
+			want: "km-pod.yaml: document 0 (KafkaMirror orders): spec.pod.volumes[0].name: Invalid value: \"tmp\": config, tmp and names starting with source- or target- are the operator's volumes\n" +
+				"km-pod.yaml: document 0 (KafkaMirror orders): spec.pod.volumeMounts[0].mountPath: Invalid value: \"/etc/kafka-mirror/extra\": /tmp and /etc/kafka-mirror are where the operator mounts the config, Secrets and scratch space\n" +
+				"km-pod.yaml: document 0 (KafkaMirror orders): spec.pod.terminationGracePeriodSeconds: Invalid value: 10: must be at least deliveryTimeout (2m0s): a stopping pod waits that long for the target's acks before it commits, and would be killed mid-drain\n",
+			wantErr: "validate found 3 problem(s)",
+		},
 		"KafkaMirror with a misspelt field": {
 			args:    []string{"-f", "km-typo.yaml"},
 			want:    "km-typo.yaml: document 0 (KafkaMirror default/orders): spec.replica: Invalid value: strict decoding error: unknown field \"spec.replica\"\n",

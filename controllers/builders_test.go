@@ -269,6 +269,32 @@ func TestMirrorDeployment(t *testing.T) {
 				expect(t, "grace", *ps.TerminationGracePeriodSeconds, int64(40))
 			},
 		},
+		"fleet pod options": {
+			mirror: newMirror(func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Pod = v1alpha1.MirrorPodSpec{
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone",
+						WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{labelInstance: "orders"}}}},
+					Env:          []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}},
+					Volumes:      []corev1.Volume{{Name: "extra-ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "trust"}}}}},
+					VolumeMounts: []corev1.VolumeMount{{Name: "extra-ca", MountPath: "/etc/ssl/extra", ReadOnly: true}},
+					// OpenShift restricted-v2 for this mirror only: no IDs.
+					PodSecurityContext:            &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+					SecurityContext:               &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+					TerminationGracePeriodSeconds: ptr.To[int64](600),
+				}
+			}),
+			check: func(t *testing.T, m *v1alpha1.KafkaMirror, d *deploymentView) {
+				ps := d.Spec.Template.Spec
+				expect(t, "spread", ps.TopologySpreadConstraints, m.Spec.Pod.TopologySpreadConstraints)
+				expect(t, "env", d.c.Env, m.Spec.Pod.Env)
+				expect(t, "volumes", d.volumeNames(), []string{"config", "tmp", "extra-ca"})
+				expect(t, "extra mount", d.mounts()["extra-ca"], "/etc/ssl/extra")
+				expect(t, "config mount kept", d.mounts()["config"], "/etc/kafka-mirror/mirror.yaml")
+				expect(t, "pod security", ps.SecurityContext, m.Spec.Pod.PodSecurityContext)
+				expect(t, "container security", d.c.SecurityContext, m.Spec.Pod.SecurityContext)
+				expect(t, "grace", *ps.TerminationGracePeriodSeconds, int64(600))
+			},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -395,4 +421,27 @@ func expect[T any](t *testing.T, what string, got, want T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s = %#v, want %#v", what, got, want)
 	}
+}
+
+// TestChildMetadata: spec.childMetadata reaches every object the operator writes, and the
+// operator's own labels (which selectors and the Secret index depend on) win.
+func TestChildMetadata(t *testing.T) {
+	m := newMirror(func(m *v1alpha1.KafkaMirror) {
+		m.Spec.ChildMetadata = &v1alpha1.ChildMetadata{
+			Labels:      map[string]string{"cost-center": "data", labelInstance: "hijack"},
+			Annotations: map[string]string{"argocd.argoproj.io/compare-options": "IgnoreExtraneous"},
+		}
+	})
+	for what, meta := range map[string]metav1.ObjectMeta{
+		"Deployment":          mirrorDeployment(m, testImage, "h").ObjectMeta,
+		"Service":             metricsService(m).ObjectMeta,
+		"ConfigMap":           mirrorConfigMap(m, []byte("x")).ObjectMeta,
+		"PodDisruptionBudget": podDisruptionBudget(m).ObjectMeta,
+	} {
+		expect(t, what+" label", meta.Labels["cost-center"], "data")
+		expect(t, what+" operator label wins", meta.Labels[labelInstance], "orders")
+		expect(t, what+" annotation", meta.Annotations["argocd.argoproj.io/compare-options"], "IgnoreExtraneous")
+	}
+	// Without it, nothing is added.
+	expect(t, "no annotations by default", mirrorDeployment(newMirror(), testImage, "h").Annotations == nil, true)
 }

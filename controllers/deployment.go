@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"maps"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,8 @@ func mirrorDeployment(m *v1alpha1.KafkaMirror, image, configHash string) *appsv1
 		}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: v.name, MountPath: secretsDir + "/" + v.name, ReadOnly: true})
 	}
+	volumes = append(volumes, pod.Volumes...)
+	mounts = append(mounts, pod.VolumeMounts...)
 
 	probe := func(path string, failures int32) *corev1.Probe {
 		return &corev1.Probe{
@@ -75,9 +78,29 @@ func mirrorDeployment(m *v1alpha1.KafkaMirror, image, configHash string) *appsv1
 			FailureThreshold: failures,
 		}
 	}
-	deliveryTimeout := config.DefaultDeliveryTimeout
-	if d := m.Spec.DeliveryTimeout; d != nil && d.Duration > 0 {
-		deliveryTimeout = d.Duration
+	grace := int64(deliveryTimeout(m).Seconds()) + drainGrace
+	if pod.TerminationGracePeriodSeconds != nil {
+		grace = *pod.TerminationGracePeriodSeconds
+	}
+	podSecurity := &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To[int64](runAsUser),
+		RunAsGroup:     ptr.To[int64](runAsUser),
+		FSGroup:        ptr.To[int64](runAsUser),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if pod.PodSecurityContext != nil {
+		podSecurity = pod.PodSecurityContext.DeepCopy()
+	}
+	containerSecurity := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if pod.SecurityContext != nil {
+		containerSecurity = pod.SecurityContext.DeepCopy()
 	}
 
 	return &appsv1.Deployment{
@@ -93,14 +116,8 @@ func mirrorDeployment(m *v1alpha1.KafkaMirror, image, configHash string) *appsv1
 					ServiceAccountName: pod.ServiceAccountName,
 					// The engine talks to Kafka only, never to the Kubernetes API.
 					AutomountServiceAccountToken:  ptr.To(false),
-					TerminationGracePeriodSeconds: ptr.To(int64(deliveryTimeout.Seconds()) + drainGrace),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot:   ptr.To(true),
-						RunAsUser:      ptr.To[int64](runAsUser),
-						RunAsGroup:     ptr.To[int64](runAsUser),
-						FSGroup:        ptr.To[int64](runAsUser),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					TerminationGracePeriodSeconds: ptr.To(grace),
+					SecurityContext:               podSecurity,
 					Containers: []corev1.Container{{
 						Name:            containerName,
 						Image:           image,
@@ -109,29 +126,34 @@ func mirrorDeployment(m *v1alpha1.KafkaMirror, image, configHash string) *appsv1
 						Ports: []corev1.ContainerPort{{
 							Name: metricsPortName, ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP,
 						}},
-						LivenessProbe:  probe("/healthz", 6),
-						ReadinessProbe: probe("/readyz", 3),
-						Resources:      pod.Resources,
-						VolumeMounts:   mounts,
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							RunAsNonRoot:             ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-						},
+						LivenessProbe:            probe("/healthz", 6),
+						ReadinessProbe:           probe("/readyz", 3),
+						Resources:                pod.Resources,
+						Env:                      pod.Env,
+						VolumeMounts:             mounts,
+						SecurityContext:          containerSecurity,
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					}},
-					Volumes:           volumes,
-					ImagePullSecrets:  pod.ImagePullSecrets,
-					NodeSelector:      pod.NodeSelector,
-					Tolerations:       pod.Tolerations,
-					Affinity:          pod.Affinity,
-					PriorityClassName: pod.PriorityClassName,
+					Volumes:                   volumes,
+					ImagePullSecrets:          pod.ImagePullSecrets,
+					NodeSelector:              pod.NodeSelector,
+					Tolerations:               pod.Tolerations,
+					Affinity:                  pod.Affinity,
+					PriorityClassName:         pod.PriorityClassName,
+					TopologySpreadConstraints: pod.TopologySpreadConstraints,
 				},
 			},
 		},
 	}
+}
+
+// deliveryTimeout is how long the engine of m waits for the target's acks, the longest
+// part of its drain.
+func deliveryTimeout(m *v1alpha1.KafkaMirror) time.Duration {
+	if d := m.Spec.DeliveryTimeout; d != nil && d.Duration > 0 {
+		return d.Duration
+	}
+	return config.DefaultDeliveryTimeout
 }
 
 // desiredReplicas is the number of mirror pods m asks for: 0 when paused, else

@@ -9,7 +9,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 )
 
 // TestPodsPassRestrictedPodSecurity: the mirror pods and the operator's own pod
@@ -52,10 +55,16 @@ func TestPodsPassRestrictedPodSecurity(t *testing.T) {
 	if sc := mirror.Spec.Template.Spec.SecurityContext; *sc.RunAsUser != runAsUser || *sc.RunAsGroup != runAsUser || *sc.FSGroup != runAsUser {
 		t.Fatalf("pinned pod security context %+v: want user, group and fsGroup %d", sc, runAsUser)
 	}
+	// The same, per mirror: spec.pod.podSecurityContext without IDs.
+	perMirror := mirrorDeployment(newMirror(withSecrets, func(m *v1alpha1.KafkaMirror) {
+		m.Spec.Pod.PodSecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	}), testImage, "hash")
 	tests := map[string]struct {
 		spec      corev1.PodSpec
 		wantAdmit bool
 	}{
+		"mirror pod with a per-mirror security context without IDs": {spec: perMirror.Spec.Template.Spec, wantAdmit: true},
 		"mirror pod":                    {spec: mirror.Spec.Template.Spec, wantAdmit: true},
 		"mirror pod with user ID unset": {spec: *unpinned, wantAdmit: true},
 		"operator pod":                  {spec: operator.Spec.Template.Spec, wantAdmit: true},

@@ -46,6 +46,7 @@ func validate(m *v1alpha1.KafkaMirror) (*config.Config, error) {
 	addHandlerProblems(err)
 	_, err = handler.NewListener(cfg.RebalanceListener, handler.WithFieldPath("spec.rebalanceListener"))
 	addHandlerProblems(err)
+	problems = append(problems, PodProblems(m)...)
 	if len(problems) == 0 {
 		// The engine's topic selection has its own checks beyond compiling (the same
 		// selector runs in the topic sync step and in the engine).
@@ -57,4 +58,45 @@ func validate(m *v1alpha1.KafkaMirror) (*config.Config, error) {
 		return cfg, &specError{problems: problems}
 	}
 	return cfg, nil
+}
+
+// PodProblems checks the pod options the API schema cannot: user volumes and mounts
+// must not take the operator's names and paths, and the grace period must leave room
+// for the drain.
+func PodProblems(m *v1alpha1.KafkaMirror) []string {
+	pod := &m.Spec.Pod
+	p := field.NewPath("spec", "pod")
+	var errs field.ErrorList
+	names := map[string]bool{}
+	for i, v := range pod.Volumes {
+		if operatorVolume(v.Name) {
+			errs = append(errs, field.Invalid(p.Child("volumes").Index(i).Child("name"), v.Name,
+				"config, tmp and names starting with source- or target- are the operator's volumes"))
+		}
+		names[v.Name] = true
+	}
+	for i, vm := range pod.VolumeMounts {
+		fp := p.Child("volumeMounts").Index(i)
+		if !names[vm.Name] {
+			errs = append(errs, field.NotFound(fp.Child("name"), vm.Name))
+		}
+		if path := strings.TrimRight(vm.MountPath, "/"); path == "/tmp" || path == configDir || strings.HasPrefix(path, configDir+"/") {
+			errs = append(errs, field.Invalid(fp.Child("mountPath"), vm.MountPath,
+				"/tmp and "+configDir+" are where the operator mounts the config, Secrets and scratch space"))
+		}
+	}
+	if g := pod.TerminationGracePeriodSeconds; g != nil && *g < int64(deliveryTimeout(m).Seconds()) {
+		errs = append(errs, field.Invalid(p.Child("terminationGracePeriodSeconds"), *g,
+			"must be at least deliveryTimeout ("+deliveryTimeout(m).String()+"): a stopping pod waits that long for the target's acks before it commits, and would be killed mid-drain"))
+	}
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// operatorVolume tells whether name is one the operator gives its own volumes.
+func operatorVolume(name string) bool {
+	return name == "config" || name == "tmp" || strings.HasPrefix(name, "source-") || strings.HasPrefix(name, "target-")
 }

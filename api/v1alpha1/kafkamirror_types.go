@@ -187,6 +187,11 @@ type KafkaMirrorSpec struct {
 	// pod customises the mirror pods: image, resources and scheduling.
 	// +optional
 	Pod MirrorPodSpec `json:"pod,omitempty"`
+
+	// childMetadata adds labels and annotations to the Deployment, Service, ConfigMap
+	// and PodDisruptionBudget (spec.pod.labels and annotations go on the pods).
+	// +optional
+	ChildMetadata *ChildMetadata `json:"childMetadata,omitempty"`
 }
 
 // ProducerSpec tunes the producer that writes to the target.
@@ -527,6 +532,62 @@ type MirrorPodSpec struct {
 	Labels map[string]string `json:"labels,omitempty"`
 
 	// annotations are added to the mirror pods.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// topologySpreadConstraints spread the mirror pods over zones or nodes.
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// env adds environment variables to the mirror container (proxy settings, GODEBUG,
+	// ...). Kafka credentials belong in the Secrets the cluster specs reference.
+	// +optional
+	// +listType=atomic
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// volumes adds volumes to the mirror pods, mounted with volumeMounts. The names
+	// config and tmp, and names starting with source- or target-, are the operator's.
+	// +optional
+	// +listType=atomic
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+
+	// volumeMounts mounts volumes into the mirror container; not at /tmp or under
+	// /etc/kafka-mirror, which are the operator's.
+	// +optional
+	// +listType=atomic
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+
+	// podSecurityContext replaces the pods' security context. Default: runAsNonRoot,
+	// user, group and fsGroup 65532, the RuntimeDefault seccomp profile. On OpenShift's
+	// restricted-v2, set it without IDs ({runAsNonRoot: true, seccompProfile: {type:
+	// RuntimeDefault}}) to let the platform assign them.
+	// +optional
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+
+	// securityContext replaces the mirror container's security context. Default: no
+	// privilege escalation, read-only root file system, runAsNonRoot, all capabilities
+	// dropped, the RuntimeDefault seccomp profile.
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+
+	// terminationGracePeriodSeconds is how long a stopping pod may drain. Default:
+	// deliveryTimeout + 30 s, so the engine can wait for its in-flight records and commit.
+	// Values below deliveryTimeout are refused: the pod would be killed mid-drain.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+}
+
+// ChildMetadata is added to the objects the operator creates for a KafkaMirror.
+type ChildMetadata struct {
+	// labels are added to the Deployment, Service, ConfigMap and PodDisruptionBudget
+	// (the operator's own labels win).
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations are added to the Deployment, Service, ConfigMap and
+	// PodDisruptionBudget.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
