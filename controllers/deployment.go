@@ -14,6 +14,13 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
+// rackEnv is the mirror container's environment variable holding its zone, set from
+// the pod label spec.rack.topologyKey names; the rendered config's source.rack reads it.
+const rackEnv = "KAFKA_MIRROR_RACK"
+
+// defaultRackTopologyKey is the zone label Kubernetes copies from the node to the pod.
+const defaultRackTopologyKey = "topology.kubernetes.io/zone"
+
 // drainGrace is added to deliveryTimeout for the pods' termination grace period: on
 // SIGTERM the engine waits for its in-flight records to be acked (at most
 // deliveryTimeout) and then commits, and Kubernetes must not kill it before.
@@ -129,7 +136,7 @@ func mirrorDeployment(m *v1alpha1.KafkaMirror, image, configHash string) *appsv1
 						LivenessProbe:            probe("/healthz", 6),
 						ReadinessProbe:           probe("/readyz", 3),
 						Resources:                pod.Resources,
-						Env:                      pod.Env,
+						Env:                      containerEnv(m),
 						VolumeMounts:             mounts,
 						SecurityContext:          containerSecurity,
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -145,6 +152,22 @@ func mirrorDeployment(m *v1alpha1.KafkaMirror, image, configHash string) *appsv1
 			},
 		},
 	}
+}
+
+// containerEnv is the mirror container's environment: the rack from the downward API
+// when spec.rack is set, then spec.pod.env.
+func containerEnv(m *v1alpha1.KafkaMirror) []corev1.EnvVar {
+	if m.Spec.Rack == nil {
+		return m.Spec.Pod.Env
+	}
+	key := m.Spec.Rack.TopologyKey
+	if key == "" {
+		key = defaultRackTopologyKey
+	}
+	rack := corev1.EnvVar{Name: rackEnv, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['" + key + "']"},
+	}}
+	return append([]corev1.EnvVar{rack}, m.Spec.Pod.Env...)
 }
 
 // deliveryTimeout is how long the engine of m waits for the target's acks, the longest

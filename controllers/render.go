@@ -36,6 +36,9 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 		InitialOffset:           config.InitialOffset(s.InitialOffset),
 		Metrics:                 config.Metrics{Address: fmt.Sprintf(":%d", metricsPort)},
 	}
+	if s.Rack != nil {
+		c.Source.Rack = "${" + rackEnv + "}"
+	}
 	if r := s.Topics.Rename; r != nil {
 		c.Topics.Rename = &config.Rename{Prefix: r.Prefix, Template: r.Template}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
 
 // NewRunCommand builds `kafka-mirror run`: the mirror engine on its own, from one
@@ -100,5 +101,12 @@ func runSummary(cfg *config.Config) string {
 	}
 	fmt.Fprintf(&b, ", partitioning %s, %s, %d streams, syncTopics %v, %d handlers",
 		cfg.Partitioning, policy, cfg.Streams, cfg.SyncTopicsEnabled(), len(cfg.Handlers))
+	if cfg.Source.Rack != "" {
+		rack := kafka.ResolveRack(cfg.Source.Rack)
+		if rack == "" {
+			rack = "none (" + cfg.Source.Rack + " is empty: fetching from leaders)"
+		}
+		fmt.Fprintf(&b, ", source rack %s", rack)
+	}
 	return b.String()
 }

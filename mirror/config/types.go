@@ -92,6 +92,12 @@ type Cluster struct {
 	TLS *TLS `json:"tls,omitempty"`
 	// SASL turns on SASL authentication.
 	SASL *SASL `json:"sasl,omitempty"`
+	// Rack is the client's rack (availability zone): brokers with follower fetching
+	// (KIP-392, replica.selector.class) then serve the source's fetches from a replica in
+	// the same zone. "${NAME}" reads it from the environment variable NAME when the
+	// engine starts (the operator sets one from the pod's zone label); empty fetches from
+	// leaders.
+	Rack string `json:"rack,omitempty"`
 }
 
 // TLS configures TLS towards a cluster. Every field names a file.

@@ -74,6 +74,7 @@ func NewConfig(cl config.Cluster, opts ...Option) (*sarama.Config, error) {
 	// Bound the time a metadata request may take when every broker is unreachable, so
 	// the user sees an error in seconds rather than minutes.
 	sc.Metadata.Timeout = 30 * time.Second
+	sc.RackID = ResolveRack(cl.Rack)
 	if cl.TLS != nil {
 		tc, err := tlsConfig(cl.TLS, o)
 		if err != nil {
@@ -91,6 +92,15 @@ func NewConfig(cl config.Cluster, opts ...Option) (*sarama.Config, error) {
 		return nil, fmt.Errorf("while configuring the %s cluster client: %w", o.role, err)
 	}
 	return sc, nil
+}
+
+// ResolveRack returns the rack a Cluster's rack field names: the value itself, or for
+// "${NAME}" the environment variable NAME ("" when unset).
+func ResolveRack(rack string) string {
+	if name, ok := strings.CutPrefix(rack, "${"); ok && strings.HasSuffix(name, "}") {
+		return os.Getenv(strings.TrimSuffix(name, "}"))
+	}
+	return rack
 }
 
 func tlsConfig(t *config.TLS, o options) (*tls.Config, error) {

@@ -359,3 +359,29 @@ func TestConsumerInitialOffset(t *testing.T) {
 		})
 	}
 }
+
+// TestRack: the rack reaches sarama's RackID (sent in every fetch, so brokers with
+// follower fetching pick a replica in the same zone), literally or from the environment.
+func TestRack(t *testing.T) {
+	t.Setenv("KAFKA_MIRROR_RACK", "eu-west-1b")
+	t.Setenv("EMPTY_RACK", "")
+	tests := map[string]struct{ rack, want string }{
+		"none":                 {"", ""},
+		"literal":              {"use1-az1", "use1-az1"},
+		"from the environment": {"${KAFKA_MIRROR_RACK}", "eu-west-1b"},
+		"empty variable":       {"${EMPTY_RACK}", ""},
+		"unset variable":       {"${NOT_SET_ANYWHERE}", ""},
+		"not a reference":      {"$KAFKA_MIRROR_RACK", "$KAFKA_MIRROR_RACK"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			sc, err := NewConfig(config.Cluster{BootstrapServers: []string{"localhost:9092"}, Rack: tc.rack})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sc.RackID != tc.want {
+				t.Fatalf("RackID = %q, want %q", sc.RackID, tc.want)
+			}
+		})
+	}
+}
