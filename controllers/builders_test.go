@@ -445,3 +445,33 @@ func TestChildMetadata(t *testing.T) {
 	// Without it, nothing is added.
 	expect(t, "no annotations by default", mirrorDeployment(newMirror(), testImage, "h").Annotations == nil, true)
 }
+
+// TestManagedKafkaAuth: OAUTHBEARER's client secret is mounted from its Secret like a
+// password and the config names the file; AWS_MSK_IAM needs no Secret (the pod's AWS
+// identity signs) and renders the region and role.
+func TestManagedKafkaAuth(t *testing.T) {
+	m := newMirror(func(m *v1alpha1.KafkaMirror) {
+		m.Spec.Source.SASL = &v1alpha1.SASLSpec{Mechanism: v1alpha1.SASLOAuthBearer, OAuth: &v1alpha1.OAuthSpec{
+			TokenURL: "https://idp.example/oauth2/token", ClientID: "mirror", Scopes: []string{"kafka"},
+			ClientSecretRef: v1alpha1.SecretKeyReference{Name: "idp-client", Key: "secret"},
+			Extensions:      map[string]string{"logicalCluster": "lkc-1"},
+		}}
+		m.Spec.Target.SASL = &v1alpha1.SASLSpec{Mechanism: v1alpha1.SASLAWSMSKIAM,
+			AWS: &v1alpha1.AWSSpec{Region: "eu-west-1", RoleARN: "arn:aws:iam::123456789012:role/mirror"}}
+	})
+	d := mirrorDeployment(m, testImage, "h")
+	view := &deploymentView{Deployment: d, c: &d.Spec.Template.Spec.Containers[0]}
+	expect(t, "volumes", view.volumeNames(), []string{"config", "tmp", "source-oauth"})
+	expect(t, "oauth items", view.volume("source-oauth").Secret.Items, []corev1.KeyToPath{{Key: "secret", Path: "client-secret"}})
+	expect(t, "secret names", secretNames(m), []string{"idp-client"})
+
+	cfg := RenderConfig(m)
+	expect(t, "source mechanism", cfg.Source.SASL.Mechanism, "OAUTHBEARER")
+	expect(t, "oauth", *cfg.Source.SASL.OAuth, config.OAuth{TokenURL: "https://idp.example/oauth2/token", ClientID: "mirror",
+		ClientSecretFile: "/etc/kafka-mirror/secrets/source-oauth/client-secret", Scopes: []string{"kafka"},
+		Extensions: map[string]string{"logicalCluster": "lkc-1"}})
+	expect(t, "aws", *cfg.Target.SASL.AWS, config.AWS{Region: "eu-west-1", RoleARN: "arn:aws:iam::123456789012:role/mirror"})
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("the engine rejects the rendered config: %v", err)
+	}
+}

@@ -108,6 +108,13 @@ func renderCluster(role string, cl *v1alpha1.ClusterSpec) config.Cluster {
 		if s.PasswordSecretRef != nil {
 			out.SASL.PasswordFile = secretFilePath(role+"-sasl", passwordFile)
 		}
+		if o := s.OAuth; o != nil {
+			out.SASL.OAuth = &config.OAuth{TokenURL: o.TokenURL, ClientID: o.ClientID, Scopes: o.Scopes,
+				Extensions: o.Extensions, ClientSecretFile: secretFilePath(role+"-oauth", clientSecretFile)}
+		}
+		if a := s.AWS; a != nil {
+			out.SASL.AWS = &config.AWS{Region: a.Region, RoleARN: a.RoleARN}
+		}
 	}
 	return out
 }

@@ -19,10 +19,11 @@ import (
 const (
 	// File names inside a secret volume; the Secret keys they come from are chosen by
 	// the user (with these defaults) or fixed by the Secret type (tls.crt, tls.key).
-	passwordFile = "password"
-	caFile       = "ca.crt"
-	certFile     = corev1.TLSCertKey
-	keyFile      = corev1.TLSPrivateKeyKey
+	passwordFile     = "password"
+	clientSecretFile = "client-secret"
+	caFile           = "ca.crt"
+	certFile         = corev1.TLSCertKey
+	keyFile          = corev1.TLSPrivateKeyKey
 
 	// secretIndex indexes KafkaMirrors by the names of the Secrets they reference, so a
 	// Secret event finds its KafkaMirrors without listing them all.
@@ -52,6 +53,11 @@ func secretVolumes(m *v1alpha1.KafkaMirror) []secretVolume {
 			out = append(out, secretVolume{name: c.role + "-sasl", secret: s.PasswordSecretRef.Name,
 				field: "spec." + c.role + ".sasl.passwordSecretRef",
 				items: []corev1.KeyToPath{{Key: keyOr(s.PasswordSecretRef.Key, passwordFile), Path: passwordFile}}})
+		}
+		if s := c.cl.SASL; s != nil && s.OAuth != nil {
+			out = append(out, secretVolume{name: c.role + "-oauth", secret: s.OAuth.ClientSecretRef.Name,
+				field: "spec." + c.role + ".sasl.oauth.clientSecretRef",
+				items: []corev1.KeyToPath{{Key: keyOr(s.OAuth.ClientSecretRef.Key, clientSecretFile), Path: clientSecretFile}}})
 		}
 		if t := c.cl.TLS; t != nil && t.CASecretRef != nil {
 			out = append(out, secretVolume{name: c.role + "-ca", secret: t.CASecretRef.Name,

@@ -267,7 +267,7 @@ type TLSSpec struct {
 
 // SASLMechanism is a SASL mechanism the mirror can authenticate with.
 //
-// +kubebuilder:validation:Enum=PLAIN;SCRAM-SHA-256;SCRAM-SHA-512
+// +kubebuilder:validation:Enum=PLAIN;SCRAM-SHA-256;SCRAM-SHA-512;OAUTHBEARER;AWS_MSK_IAM
 type SASLMechanism string
 
 // SASL mechanisms.
@@ -278,26 +278,91 @@ const (
 	SASLSCRAMSHA256 SASLMechanism = "SCRAM-SHA-256"
 	// SASLSCRAMSHA512 is SCRAM with SHA-512.
 	SASLSCRAMSHA512 SASLMechanism = "SCRAM-SHA-512"
+	// SASLOAuthBearer authenticates with OAuth 2.0 access tokens from a client
+	// credentials grant.
+	SASLOAuthBearer SASLMechanism = "OAUTHBEARER"
+	// SASLAWSMSKIAM is Amazon MSK's IAM access control, with the pod's AWS identity.
+	SASLAWSMSKIAM SASLMechanism = "AWS_MSK_IAM"
 )
 
 // SASLSpec configures SASL authentication towards a cluster.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.passwordSecretRef)",message="sasl.passwordSecretRef is required: the SASL password is read from a Secret, never written in the KafkaMirror"
+// +kubebuilder:validation:XValidation:rule="self.mechanism in ['OAUTHBEARER', 'AWS_MSK_IAM'] || has(self.passwordSecretRef)",message="sasl.passwordSecretRef is required: the SASL password is read from a Secret, never written in the KafkaMirror"
+// +kubebuilder:validation:XValidation:rule="self.mechanism in ['OAUTHBEARER', 'AWS_MSK_IAM'] || (has(self.username) && self.username != ”)",message="sasl.username is required for PLAIN and SCRAM"
+// +kubebuilder:validation:XValidation:rule="self.mechanism != 'OAUTHBEARER' || has(self.oauth)",message="sasl.oauth is required for OAUTHBEARER"
+// +kubebuilder:validation:XValidation:rule="self.mechanism != 'AWS_MSK_IAM' || has(self.aws)",message="sasl.aws is required for AWS_MSK_IAM"
 type SASLSpec struct {
-	// mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	// mechanism is PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (OAuth 2.0 client
+	// credentials) or AWS_MSK_IAM (Amazon MSK with the pod's AWS identity).
 	// +required
 	Mechanism SASLMechanism `json:"mechanism"`
 
-	// username is the SASL user name.
-	// +required
-	// +kubebuilder:validation:MinLength=1
+	// username is the SASL user name (PLAIN and SCRAM).
+	// +optional
 	// +kubebuilder:validation:MaxLength=256
-	Username string `json:"username"`
+	Username string `json:"username,omitempty"`
 
-	// passwordSecretRef names the Secret key holding the SASL password. The key
-	// defaults to password.
+	// passwordSecretRef names the Secret key holding the SASL password (PLAIN and
+	// SCRAM). The key defaults to password.
 	// +optional
 	PasswordSecretRef *SecretKeyReference `json:"passwordSecretRef,omitempty"`
+
+	// oauth is the OAuth 2.0 client whose access tokens authenticate the mirror
+	// (OAUTHBEARER).
+	// +optional
+	OAuth *OAuthSpec `json:"oauth,omitempty"`
+
+	// aws configures AWS_MSK_IAM.
+	// +optional
+	AWS *AWSSpec `json:"aws,omitempty"`
+}
+
+// OAuthSpec is an OAuth 2.0 client credentials grant. Tokens are fetched again a minute
+// before they expire.
+type OAuthSpec struct {
+	// tokenUrl is the token endpoint.
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^/\s]+`
+	TokenURL string `json:"tokenUrl"`
+
+	// clientId is the OAuth client id.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	ClientID string `json:"clientId"`
+
+	// clientSecretRef names the Secret key holding the client secret. The key defaults
+	// to client-secret.
+	// +required
+	ClientSecretRef SecretKeyReference `json:"clientSecretRef"`
+
+	// scopes are requested with the token.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Scopes []string `json:"scopes,omitempty"`
+
+	// extensions are SASL extensions sent with the token (KIP-342), such as
+	// logicalCluster and identityPoolId for Confluent Cloud.
+	// +optional
+	Extensions map[string]string `json:"extensions,omitempty"`
+}
+
+// AWSSpec configures Amazon MSK IAM authentication. Credentials come from the pod's
+// identity: IRSA (a ServiceAccount annotated with eks.amazonaws.com/role-arn, set as
+// spec.pod.serviceAccountName) or EKS Pod Identity.
+type AWSSpec struct {
+	// region is the MSK cluster's AWS region.
+	// +required
+	// +kubebuilder:validation:Pattern=`^[a-z]{2}(-[a-z]+)+-[0-9]+$`
+	Region string `json:"region"`
+
+	// roleArn is a role assumed with the pod's credentials before signing. Default:
+	// none, the pod's own role signs.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$`
+	RoleARN string `json:"roleArn,omitempty"`
 }
 
 // SecretKeyReference names one key of a Secret in the KafkaMirror's namespace.

@@ -116,7 +116,30 @@ func Rejected() map[string]Case {
 		"unknown SASL mechanism": {
 			Mutate:  func(m *v1alpha1.KafkaMirror) { sasl(m).Mechanism = "GSSAPI" },
 			Field:   "spec.source.sasl.mechanism",
-			Message: `Unsupported value: "GSSAPI": supported values: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"`,
+			Message: `Unsupported value: "GSSAPI": supported values: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM"`,
+		},
+		"SCRAM without a username": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { sasl(m).Username = "" },
+			Field:   "spec.source.sasl",
+			Message: "sasl.username is required for PLAIN and SCRAM",
+		},
+		"OAUTHBEARER without its client": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { *sasl(m) = v1alpha1.SASLSpec{Mechanism: v1alpha1.SASLOAuthBearer} },
+			Field:   "spec.source.sasl",
+			Message: "sasl.oauth is required for OAUTHBEARER",
+		},
+		"AWS_MSK_IAM without a region": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { *sasl(m) = v1alpha1.SASLSpec{Mechanism: v1alpha1.SASLAWSMSKIAM} },
+			Field:   "spec.source.sasl",
+			Message: "sasl.aws is required for AWS_MSK_IAM",
+		},
+		"OAuth token URL that is not http(s)": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				*sasl(m) = v1alpha1.SASLSpec{Mechanism: v1alpha1.SASLOAuthBearer, OAuth: &v1alpha1.OAuthSpec{
+					TokenURL: "ftp://idp", ClientID: "mirror", ClientSecretRef: v1alpha1.SecretKeyReference{Name: "idp"}}}
+			},
+			Field:   "spec.source.sasl.oauth.tokenUrl",
+			Message: "should match",
 		},
 		"rename with prefix and template": {
 			Mutate: func(m *v1alpha1.KafkaMirror) {

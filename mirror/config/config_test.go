@@ -278,13 +278,38 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *Config) { c.Target.TLS = &TLS{CertFile: "/c.pem"} },
 			want:   []string{`target.tls: Invalid value: "certFile/keyFile": certFile and keyFile must be set together`},
 		},
-		"sasl incomplete": {
+		"sasl unknown mechanism": {
 			mutate: func(c *Config) { c.Source.SASL = &SASL{Mechanism: "GSSAPI"} },
 			want: []string{
-				`source.sasl.mechanism: Unsupported value: "GSSAPI": supported values: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"`,
+				`source.sasl.mechanism: Unsupported value: "GSSAPI": supported values: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM"`,
+			},
+		},
+		"sasl scram incomplete": {
+			mutate: func(c *Config) { c.Source.SASL = &SASL{Mechanism: SASLSCRAMSHA512} },
+			want: []string{
 				"source.sasl.username: Required value",
 				"source.sasl.passwordFile: Required value: the file holding the password (credentials never go in this file)",
 			},
+		},
+		"sasl oauthbearer without its client": {
+			mutate: func(c *Config) { c.Target.SASL = &SASL{Mechanism: SASLOAuthBearer} },
+			want:   []string{"target.sasl.oauth: Required value: tokenUrl, clientId and clientSecretFile of the OAuth client"},
+		},
+		"sasl oauthbearer incomplete": {
+			mutate: func(c *Config) {
+				c.Target.SASL = &SASL{Mechanism: SASLOAuthBearer, OAuth: &OAuth{TokenURL: "idp.example/token"}}
+			},
+			want: []string{
+				`target.sasl.oauth.tokenUrl: Invalid value: "idp.example/token": must be an http(s) URL`,
+				"target.sasl.oauth.clientId: Required value",
+				"target.sasl.oauth.clientSecretFile: Required value: the file holding the client secret (credentials never go in this file)",
+			},
+		},
+		"sasl msk iam without a region": {
+			mutate: func(c *Config) {
+				c.Source.SASL = &SASL{Mechanism: SASLAWSMSKIAM, AWS: &AWS{RoleARN: "arn:aws:iam::1:role/m"}}
+			},
+			want: []string{"source.sasl.aws.region: Required value: the MSK cluster's AWS region"},
 		},
 		"bad regexes in include and exclude": {
 			mutate: func(c *Config) { c.Topics.Include = []string{"a", "b("}; c.Topics.Exclude = []string{"["} },

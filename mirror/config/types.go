@@ -120,16 +120,54 @@ const (
 	SASLPlain       = "PLAIN"
 	SASLSCRAMSHA256 = "SCRAM-SHA-256"
 	SASLSCRAMSHA512 = "SCRAM-SHA-512"
+	// SASLOAuthBearer is SASL/OAUTHBEARER with tokens from an OAuth 2.0 client
+	// credentials grant (Confluent Cloud, Event Hubs, Strimzi with Keycloak, ...).
+	SASLOAuthBearer = "OAUTHBEARER"
+	// SASLAWSMSKIAM is Amazon MSK's IAM access control: SASL/OAUTHBEARER with a token
+	// signed with the pod's AWS credentials.
+	SASLAWSMSKIAM = "AWS_MSK_IAM"
 )
+
+// SASLMechanisms lists the supported mechanisms, for messages.
+var SASLMechanisms = []string{SASLPlain, SASLSCRAMSHA256, SASLSCRAMSHA512, SASLOAuthBearer, SASLAWSMSKIAM}
 
 // SASL configures SASL authentication towards a cluster.
 type SASL struct {
-	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	// Mechanism is PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM.
 	Mechanism string `json:"mechanism"`
-	// Username is the SASL user name.
-	Username string `json:"username"`
-	// PasswordFile is the file holding the password (a mounted Secret key).
-	PasswordFile string `json:"passwordFile"`
+	// Username is the SASL user name (PLAIN and SCRAM).
+	Username string `json:"username,omitempty"`
+	// PasswordFile is the file holding the password (a mounted Secret key; PLAIN and SCRAM).
+	PasswordFile string `json:"passwordFile,omitempty"`
+	// OAuth configures OAUTHBEARER.
+	OAuth *OAuth `json:"oauth,omitempty"`
+	// AWS configures AWS_MSK_IAM.
+	AWS *AWS `json:"aws,omitempty"`
+}
+
+// OAuth is an OAuth 2.0 client credentials grant whose access tokens authenticate the
+// mirror (SASL/OAUTHBEARER). Tokens are fetched again a minute before they expire.
+type OAuth struct {
+	// TokenURL is the token endpoint (https://.../oauth2/token).
+	TokenURL string `json:"tokenUrl"`
+	// ClientID is the OAuth client id.
+	ClientID string `json:"clientId"`
+	// ClientSecretFile is the file holding the client secret (a mounted Secret key).
+	ClientSecretFile string `json:"clientSecretFile"`
+	// Scopes are requested with the token.
+	Scopes []string `json:"scopes,omitempty"`
+	// Extensions are SASL extensions sent with the token (KIP-342), such as
+	// logicalCluster and identityPoolId for Confluent Cloud.
+	Extensions map[string]string `json:"extensions,omitempty"`
+}
+
+// AWS configures AWS MSK IAM authentication. Credentials come from the default chain:
+// IRSA or EKS Pod Identity in Kubernetes, the instance profile or environment elsewhere.
+type AWS struct {
+	// Region is the MSK cluster's AWS region.
+	Region string `json:"region"`
+	// RoleARN is a role assumed with those credentials before signing. Default: none.
+	RoleARN string `json:"roleArn,omitempty"`
 }
 
 // Topics selects source topics and names their targets.

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -118,18 +119,7 @@ func (cl *Cluster) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("tls"), "certFile/keyFile", "certFile and keyFile must be set together"))
 	}
 	if s := cl.SASL; s != nil {
-		sp := p.Child("sasl")
-		switch s.Mechanism {
-		case SASLPlain, SASLSCRAMSHA256, SASLSCRAMSHA512:
-		default:
-			errs = append(errs, field.NotSupported(sp.Child("mechanism"), s.Mechanism, []string{SASLPlain, SASLSCRAMSHA256, SASLSCRAMSHA512}))
-		}
-		if s.Username == "" {
-			errs = append(errs, field.Required(sp.Child("username"), ""))
-		}
-		if s.PasswordFile == "" {
-			errs = append(errs, field.Required(sp.Child("passwordFile"), "the file holding the password (credentials never go in this file)"))
-		}
+		errs = append(errs, validateSASL(s, p.Child("sasl"))...)
 	}
 	return errs
 }
@@ -222,6 +212,41 @@ func (h *HandlerSpec) validate(p *field.Path) field.ErrorList {
 		if len(h.Args) > 0 {
 			errs = append(errs, field.Forbidden(p.Child("args"), "args are for named handlers"))
 		}
+	}
+	return errs
+}
+
+func validateSASL(s *SASL, sp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch s.Mechanism {
+	case SASLPlain, SASLSCRAMSHA256, SASLSCRAMSHA512:
+		if s.Username == "" {
+			errs = append(errs, field.Required(sp.Child("username"), ""))
+		}
+		if s.PasswordFile == "" {
+			errs = append(errs, field.Required(sp.Child("passwordFile"), "the file holding the password (credentials never go in this file)"))
+		}
+	case SASLOAuthBearer:
+		o := s.OAuth
+		if o == nil {
+			return append(errs, field.Required(sp.Child("oauth"), "tokenUrl, clientId and clientSecretFile of the OAuth client"))
+		}
+		op := sp.Child("oauth")
+		if u, err := url.Parse(o.TokenURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs = append(errs, field.Invalid(op.Child("tokenUrl"), o.TokenURL, "must be an http(s) URL"))
+		}
+		if o.ClientID == "" {
+			errs = append(errs, field.Required(op.Child("clientId"), ""))
+		}
+		if o.ClientSecretFile == "" {
+			errs = append(errs, field.Required(op.Child("clientSecretFile"), "the file holding the client secret (credentials never go in this file)"))
+		}
+	case SASLAWSMSKIAM:
+		if s.AWS == nil || s.AWS.Region == "" {
+			errs = append(errs, field.Required(sp.Child("aws", "region"), "the MSK cluster's AWS region"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(sp.Child("mechanism"), s.Mechanism, SASLMechanisms))
 	}
 	return errs
 }

@@ -152,6 +152,9 @@ func tlsConfig(t *config.TLS, o options) (*tls.Config, error) {
 }
 
 func configureSASL(sc *sarama.Config, s *config.SASL, o options) error {
+	if s.Mechanism == config.SASLOAuthBearer || s.Mechanism == config.SASLAWSMSKIAM {
+		return configureTokenSASL(sc, s, o)
+	}
 	pw, err := o.readFile(s.PasswordFile)
 	if err != nil {
 		return fmt.Errorf("%s.sasl.passwordFile: %w", o.role, err)
@@ -174,8 +177,7 @@ func configureSASL(sc *sarama.Config, s *config.SASL, o options) error {
 		sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
 		sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newSCRAMClient(sha512Hash) }
 	default:
-		return fmt.Errorf("%s.sasl.mechanism: %q is not one of %s, %s, %s", o.role, s.Mechanism,
-			config.SASLPlain, config.SASLSCRAMSHA256, config.SASLSCRAMSHA512)
+		return fmt.Errorf("%s.sasl.mechanism: %q is not one of %s", o.role, s.Mechanism, strings.Join(config.SASLMechanisms, ", "))
 	}
 	return nil
 }
