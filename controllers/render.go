@@ -36,7 +36,13 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 		InitialOffset:           config.InitialOffset(s.InitialOffset),
 		Metrics:                 config.Metrics{Address: fmt.Sprintf(":%d", metricsPort)},
 	}
-	if r := s.Topics.Rename; r != nil {
+	if rf := s.Topics.ReplicationFactor; rf != nil {
+		c.Topics.ReplicationFactor = *rf
+	}
+	if s.Topics.ConfigExclude != nil {
+		c.Topics.ConfigExclude = s.Topics.ConfigExclude
+	}
+		if r := s.Topics.Rename; r != nil {
 		c.Topics.Rename = &config.Rename{Prefix: r.Prefix, Template: r.Template}
 	}
 	if d := s.TopicSyncInterval; d != nil {

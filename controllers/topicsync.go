@@ -49,6 +49,11 @@ func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config
 		res.err = fmt.Errorf("while compiling spec.topics: %w", err)
 		return res
 	}
+	opts, err := topics.OptionsFor(cfg)
+	if err != nil { // validate already compiled these too
+		res.err = fmt.Errorf("while compiling spec.topics.configExclude: %w", err)
+		return res
+	}
 	srcClient, srcAdmin, err := connect(cfg.Source, kafka.RoleSource, files)
 	if err != nil {
 		res.err, res.role = err, kafka.RoleSource
@@ -62,13 +67,11 @@ func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config
 	}
 	defer closeQuietly(log, tgtAdmin, kafka.RoleTarget)
 
-	syncer := topics.NewSyncer(srcAdmin, tgtAdmin, sel, topics.SyncOptions{
-		SyncConfigs: cfg.SyncTopicConfigs,
-		DryRun:      res.dryRun,
-		// A Syncer lives for one reconcile here, so its "say it once" logging would
-		// repeat every interval: its lines go to debug, and changes are logged below.
-		Logger: log.V(1),
-	})
+	opts.DryRun = res.dryRun
+	// A Syncer lives for one reconcile here, so its "say it once" logging would repeat
+	// every interval: its lines go to debug, and changes are logged below.
+	opts.Logger = log.V(1)
+	syncer := topics.NewSyncer(srcAdmin, tgtAdmin, sel, opts)
 	res.report, err = syncer.Sync(ctx)
 	if err != nil {
 		res.err, res.role = err, syncErrorRole(err)
@@ -192,8 +195,20 @@ func topicStateOf(t topics.TopicState, dryRun bool) (v1alpha1.TopicState, string
 	case dryRun && t.Action == topics.ActionExpanded:
 		return v1alpha1.TopicStateMismatched, "the target has fewer partitions than the source and syncPartitions is false; the mirror waits for the missing partitions"
 	}
-	// In sync, or created or expanded just now.
-	return v1alpha1.TopicStateInSync, ""
+	// In sync, or created or expanded just now; configs the target refused are told.
+	return v1alpha1.TopicStateInSync, refusedMessage(t.RefusedConfigs)
+}
+
+// refusedMessage tells which source configs the target refused, for status; "" when none.
+func refusedMessage(refused []topics.RefusedConfig) string {
+	if len(refused) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(refused))
+	for _, r := range refused {
+		parts = append(parts, r.String())
+	}
+	return "the target refused the source configs " + strings.Join(parts, ", ") + "; the topic is mirrored without them"
 }
 
 // topicChanges describes the topics a sync created or expanded, for an event; "" when
