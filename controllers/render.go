@@ -42,7 +42,7 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 	if s.Topics.ConfigExclude != nil {
 		c.Topics.ConfigExclude = s.Topics.ConfigExclude
 	}
-		if r := s.Topics.Rename; r != nil {
+	if r := s.Topics.Rename; r != nil {
 		c.Topics.Rename = &config.Rename{Prefix: r.Prefix, Template: r.Template}
 	}
 	if d := s.TopicSyncInterval; d != nil {
