@@ -148,7 +148,7 @@ func TestSync(t *testing.T) {
 				{"d", "d", 4, 6, ActionTargetHasMore},
 			},
 			wantCounts: counts{Selected: 4, Created: 1, Expanded: 1, Mismatched: 1, Failed: 1},
-			wantErr:    map[string]string{"bad": `while creating target topic "bad" with 2 partitions: `},
+			wantErr:    map[string]string{"bad": `while creating target topic "bad" with 2 partitions and replication factor 1: `},
 			wantTarget: map[string]int32{"a": 1, "c": 3, "d": 6},
 		},
 		"nothing selected": {
@@ -273,9 +273,9 @@ func TestSyncFollowsSourceChanges(t *testing.T) {
 	}
 	// One line per change, none for syncs that changed nothing.
 	wantLogged := []string{
-		`"level"=0 "msg"="Created target topic" "topic"="orders" "targetTopic"="orders" "partitions"=2`,
+		`"level"=0 "msg"="Created target topic" "topic"="orders" "targetTopic"="orders" "partitions"=2 "replicationFactor"=1`,
 		`"level"=0 "msg"="Expanded target topic" "topic"="orders" "targetTopic"="orders" "from"=2 "to"=5`,
-		`"level"=0 "msg"="Created target topic" "topic"="orders.new" "targetTopic"="orders.new" "partitions"=3`,
+		`"level"=0 "msg"="Created target topic" "topic"="orders.new" "targetTopic"="orders.new" "partitions"=3 "replicationFactor"=1`,
 	}
 	if !reflect.DeepEqual(logged, wantLogged) {
 		t.Errorf("log lines:\n got %q\nwant %q", logged, wantLogged)
