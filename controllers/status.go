@@ -117,7 +117,7 @@ func topicsCondition(obs *observation) (metav1.ConditionStatus, string, string) 
 	ts := topicsStatus(obs.topics)
 	var failed, hasMore, blocked, refused []string
 	for _, t := range obs.topics.report.Topics {
-		if len(t.RefusedConfigs) > 0 {
+		if len(t.RefusedConfigs) > 0 || t.ConfigErr != nil {
 			refused = append(refused, t.Source)
 		}
 		switch state, _ := topicStateOf(t, obs.topics.dryRun); {
@@ -140,10 +140,10 @@ func topicsCondition(obs *observation) (metav1.ConditionStatus, string, string) 
 		return metav1.ConditionTrue, v1alpha1.ReasonNoTopicsSelected,
 			fmt.Sprintf("no source topic matches spec.topics yet; the source is checked again every %s", syncInterval(obs))
 	}
-	// Refused configs leave the topics mirrored, so the condition stays True and says so.
+	// Configs not synced leave the topics mirrored, so the condition stays True and says so.
 	var note string
 	if len(refused) > 0 {
-		note = fmt.Sprintf("; the target refused some configs of %s, which are mirrored without them (see status.topics.items)", listNames(refused))
+		note = fmt.Sprintf("; some configs of %s could not be synced, and the topics are mirrored without them (see status.topics.items)", listNames(refused))
 	}
 	if len(hasMore) > 0 {
 		return metav1.ConditionTrue, v1alpha1.ReasonTargetHasMorePartitions,

@@ -195,20 +195,28 @@ func topicStateOf(t topics.TopicState, dryRun bool) (v1alpha1.TopicState, string
 	case dryRun && t.Action == topics.ActionExpanded:
 		return v1alpha1.TopicStateMismatched, "the target has fewer partitions than the source and syncPartitions is false; the mirror waits for the missing partitions"
 	}
-	// In sync, or created or expanded just now; configs the target refused are told.
-	return v1alpha1.TopicStateInSync, refusedMessage(t.RefusedConfigs)
+	// In sync, or created or expanded just now; configs not synced are told.
+	return v1alpha1.TopicStateInSync, configMessage(t)
 }
 
-// refusedMessage tells which source configs the target refused, for status; "" when none.
-func refusedMessage(refused []topics.RefusedConfig) string {
-	if len(refused) == 0 {
+// configMessage tells why a topic's configs are not (all) synced, for status; "" when
+// they are. The topic is mirrored either way.
+func configMessage(t topics.TopicState) string {
+	var parts []string
+	if t.ConfigErr != nil {
+		parts = append(parts, "its configs could not be synced: "+t.ConfigErr.Error())
+	}
+	if len(t.RefusedConfigs) > 0 {
+		refused := make([]string, 0, len(t.RefusedConfigs))
+		for _, r := range t.RefusedConfigs {
+			refused = append(refused, r.String())
+		}
+		parts = append(parts, "the target refused the source configs "+strings.Join(refused, ", "))
+	}
+	if len(parts) == 0 {
 		return ""
 	}
-	parts := make([]string, 0, len(refused))
-	for _, r := range refused {
-		parts = append(parts, r.String())
-	}
-	return "the target refused the source configs " + strings.Join(parts, ", ") + "; the topic is mirrored without them"
+	return strings.Join(parts, "; ") + "; the topic is mirrored without them"
 }
 
 // topicChanges describes the topics a sync created or expanded, for an event; "" when

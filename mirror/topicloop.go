@@ -77,7 +77,7 @@ func (tl *topicLoop) runOnce(ctx context.Context) error {
 		}
 		if rep.Created+rep.Expanded+rep.ConfigsUpdated > 0 {
 			tl.e.log.Info("Synced target topics", "selected", rep.Selected, "created", rep.Created,
-				"expanded", rep.Expanded, "configsUpdated", rep.ConfigsUpdated, "configsRefused", rep.ConfigsRefused,
+				"expanded", rep.Expanded, "configsUpdated", rep.ConfigsUpdated, "configsRefused", rep.ConfigsRefused, "configsFailed", rep.ConfigsFailed,
 				"inSync", rep.InSync, "targetHasMore", rep.Mismatched, "failed", rep.Failed)
 		}
 	}

@@ -288,3 +288,56 @@ func alterConfigs(t *testing.T, a sarama.ClusterAdmin, topic string, configs map
 		t.Fatalf("altering configs of %q: %v", topic, err)
 	}
 }
+
+// TestSyncConfigsUnreadable has a source that may not describe one topic's configs (no
+// DescribeConfigs ACL): with config sync on by default, that must not stop the
+// mirror, so the target is still created with the source's partitions, and ConfigErr
+// says why its configs are not copied. Once the source answers, the next sync copies
+// them.
+func TestSyncConfigsUnreadable(t *testing.T) {
+	srcCluster := newCluster(t)
+	src, tgt := newAdmin(t, srcCluster), newAdmin(t, newCluster(t))
+	createTopic(t, src, "secret", 2, map[string]string{"cleanup.policy": "compact"})
+	createTopic(t, src, "open", 1, map[string]string{"retention.ms": "1000"})
+	h := srcCluster.Fault(kfake.Fault{
+		Keys: []kmsg.Key{kmsg.DescribeConfigs}, Resource: "secret", Err: kerr.TopicAuthorizationFailed, Count: -1,
+	})
+	sel, _ := NewSelector(config.Topics{Include: []string{".*"}})
+	s := NewSyncer(src, tgt, sel, SyncOptions{SyncConfigs: true, Logger: testr.New(t)})
+
+	rep, err := s.Sync(context.Background())
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if got, want := keys(rep), []stateKey{{"open", "open", 1, 1, ActionCreated}, {"secret", "secret", 2, 2, ActionCreated}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("states:\n got %+v\nwant %+v", got, want)
+	}
+	if err := rep.Topics[1].ConfigErr; !errors.Is(err, sarama.ErrTopicAuthorizationFailed) ||
+		!strings.Contains(err.Error(), `while describing configs of source topic "secret"`) {
+		t.Errorf("secret: ConfigErr = %v, want the source's authorization error, naming the topic", err)
+	}
+	if rep.Failed != 0 || rep.ConfigsFailed != 1 || rep.Topics[0].ConfigErr != nil {
+		t.Errorf("Failed = %d, ConfigsFailed = %d, open ConfigErr = %v; want 0, 1, nil", rep.Failed, rep.ConfigsFailed, rep.Topics[0].ConfigErr)
+	}
+	if got := topicConfig(t, tgt, "secret", "cleanup.policy"); got != "delete" {
+		t.Errorf("target secret cleanup.policy = %q before the source answers, want the default delete", got)
+	}
+	if got := topicConfig(t, tgt, "open", "retention.ms"); got != "1000" {
+		t.Errorf("target open retention.ms = %q, want 1000", got)
+	}
+	if h.Hits() == 0 {
+		t.Fatal("the source refused nothing; the test did not test an unreadable topic")
+	}
+
+	h.Remove()
+	rep, err = s.Sync(context.Background())
+	if err != nil {
+		t.Fatalf("Sync after the ACL is fixed: %v", err)
+	}
+	if got := rep.Topics[1].UpdatedConfigs; !reflect.DeepEqual(got, []string{"cleanup.policy"}) || rep.ConfigsFailed != 0 {
+		t.Errorf("after the fix: secret UpdatedConfigs = %q, ConfigsFailed = %d; want [cleanup.policy], 0", got, rep.ConfigsFailed)
+	}
+	if got := topicConfig(t, tgt, "secret", "cleanup.policy"); got != "compact" {
+		t.Errorf("target secret cleanup.policy = %q after the fix, want compact", got)
+	}
+}

@@ -28,8 +28,9 @@ const (
 	// ActionTargetHasMore means the target topic has more partitions than the source.
 	// It is reported and left alone: Kafka cannot remove partitions.
 	ActionTargetHasMore = "TargetHasMore"
-	// ActionFailed means the topic could not be described, created, expanded or
-	// configured; TopicState.Err holds the cause.
+	// ActionFailed means the topic could not be described, created or expanded;
+	// TopicState.Err holds the cause. (Configs that could not be synced do not fail a
+	// topic: see TopicState.ConfigErr and RefusedConfigs.)
 	ActionFailed = "Failed"
 )
 
@@ -91,6 +92,8 @@ type Report struct {
 	ConfigsUpdated int
 	// ConfigsRefused counts topics whose target refused some of the source's configs.
 	ConfigsRefused int
+	// ConfigsFailed counts topics whose configs could not be synced (ConfigErr).
+	ConfigsFailed int
 }
 
 // TopicState is what a Sync found and did for one selected source topic.
@@ -115,6 +118,10 @@ type TopicState struct {
 	// RefusedConfigs are the source configs the target refused, by name; the topic is
 	// mirrored without them and they are tried again on the next sync.
 	RefusedConfigs []RefusedConfig
+	// ConfigErr is why the topic's configs could not be synced at all (a source or
+	// target that may not describe or alter them, for example); the topic is still
+	// created and expanded, and the configs are tried again on the next sync.
+	ConfigErr error
 	// Err is the cause when Action is ActionFailed.
 	Err error
 }
@@ -249,14 +256,25 @@ func (s *Syncer) syncTopic(name, targetName string, src, tgt topicInfo, exists b
 	switch {
 	case src.err != nil:
 		return fail(fmt.Errorf("while describing source topic %q: %w", name, src.err))
-	case s.opts.SyncConfigs && srcCfg.err != nil:
-		return fail(fmt.Errorf("while describing configs of source topic %q: %w", name, srcCfg.err))
 	case exists && tgt.err != nil:
 		return fail(fmt.Errorf("while describing target topic %q: %w", targetName, tgt.err))
 	}
 
+	// Configs are second to partitions: a topic whose configs cannot be read or
+	// written is still created and expanded, so the mirror goes on, and ConfigErr says
+	// why its configs are not synced.
+	syncConfigs := s.opts.SyncConfigs
+	configFailed := func(err error) {
+		st.ConfigErr, syncConfigs = err, false
+		s.log.Error(err, "Failed to sync target topic configs; the topic is mirrored with the configs it has",
+			"topic", name, "targetTopic", targetName)
+	}
+	if syncConfigs && srcCfg.err != nil {
+		configFailed(fmt.Errorf("while describing configs of source topic %q: %w", name, srcCfg.err))
+	}
+
 	if !exists {
-		created, err := s.create(&st, src, srcCfg)
+		created, err := s.create(&st, src, srcCfg, syncConfigs)
 		if err != nil {
 			return fail(err)
 		}
@@ -299,13 +317,13 @@ func (s *Syncer) syncTopic(name, targetName string, src, tgt topicInfo, exists b
 	}
 	s.noteTargetHasMore(st)
 
-	if s.opts.SyncConfigs && exists {
-		if tgtCfg.err != nil {
-			return fail(fmt.Errorf("while describing configs of target topic %q: %w", targetName, tgtCfg.err))
-		}
+	if syncConfigs && exists && tgtCfg.err != nil {
+		configFailed(fmt.Errorf("while describing configs of target topic %q: %w", targetName, tgtCfg.err))
+	}
+	if syncConfigs && exists {
 		updated, refused, err := s.updateConfigs(name, targetName, srcCfg, tgtCfg)
 		if err != nil {
-			return fail(err)
+			configFailed(err)
 		}
 		st.UpdatedConfigs, st.RefusedConfigs = updated, refused
 	}
@@ -355,7 +373,7 @@ func (s *Syncer) noteTargetHasMore(st TopicState) {
 // factor of replicationFactor and the source's configs, leaving out the configs the
 // target refuses (recorded in st.RefusedConfigs). It reports false, and no error, when
 // the topic already exists because someone else created it since the listing.
-func (s *Syncer) create(st *TopicState, src topicInfo, srcCfg topicConfigs) (bool, error) {
+func (s *Syncer) create(st *TopicState, src topicInfo, srcCfg topicConfigs, syncConfigs bool) (bool, error) {
 	rf, err := s.replicationFactor(st, src)
 	if err != nil {
 		return false, err
@@ -371,7 +389,7 @@ func (s *Syncer) create(st *TopicState, src topicInfo, srcCfg topicConfigs) (boo
 		return d
 	}
 	var configs map[string]string
-	if s.opts.SyncConfigs {
+	if syncConfigs {
 		configs = srcCfg.explicit
 	}
 	err = s.target.CreateTopic(st.Target, detail(configs), s.opts.DryRun)
@@ -532,7 +550,7 @@ func listTopics(admin sarama.ClusterAdmin) (map[string]topicInfo, error) {
 
 func (r *Report) count() {
 	sort.Slice(r.Topics, func(i, j int) bool { return r.Topics[i].Source < r.Topics[j].Source })
-	r.Selected, r.InSync, r.Created, r.Expanded, r.Mismatched, r.Failed, r.ConfigsUpdated, r.ConfigsRefused = len(r.Topics), 0, 0, 0, 0, 0, 0, 0
+	r.Selected, r.InSync, r.Created, r.Expanded, r.Mismatched, r.Failed, r.ConfigsUpdated, r.ConfigsRefused, r.ConfigsFailed = len(r.Topics), 0, 0, 0, 0, 0, 0, 0, 0
 	for _, t := range r.Topics {
 		switch t.Action {
 		case ActionNone:
@@ -551,6 +569,9 @@ func (r *Report) count() {
 		}
 		if len(t.RefusedConfigs) > 0 {
 			r.ConfigsRefused++
+		}
+		if t.ConfigErr != nil {
+			r.ConfigsFailed++
 		}
 	}
 }

@@ -308,12 +308,17 @@ func TestSyncConfigUpdateRejected(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	want := []stateKey{{"a", "a", 1, 1, ActionFailed}, {"b", "b", 1, 1, ActionNone}}
+	// Configs are second to partitions: the topic is in sync, its configs are not.
+	want := []stateKey{{"a", "a", 1, 1, ActionNone}, {"b", "b", 1, 1, ActionNone}}
 	if got := keys(rep); !reflect.DeepEqual(got, want) {
 		t.Fatalf("states:\n got %+v\nwant %+v", got, want)
 	}
-	if err := rep.Topics[0].Err; err == nil || !strings.Contains(err.Error(), `while updating configs [retention.ms] of target topic "a"`) {
-		t.Errorf("a: Err = %v, want it to name the configs and the topic", err)
+	if err := rep.Topics[0].ConfigErr; err == nil || !strings.Contains(err.Error(), `while updating configs [retention.ms] of target topic "a"`) ||
+		!errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+		t.Errorf("a: ConfigErr = %v, want it to name the configs and the topic and wrap the authorization error", err)
+	}
+	if rep.Failed != 0 || rep.ConfigsFailed != 1 || rep.Topics[1].ConfigErr != nil {
+		t.Errorf("Failed = %d, ConfigsFailed = %d, b ConfigErr = %v; want 0, 1, nil", rep.Failed, rep.ConfigsFailed, rep.Topics[1].ConfigErr)
 	}
 	if got := topicConfig(t, tgt, "b", "retention.ms"); got != "1000" {
 		t.Errorf("target b retention.ms = %q, want 1000", got)
