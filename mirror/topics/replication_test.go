@@ -8,7 +8,9 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/go-logr/logr/testr"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
@@ -101,4 +103,29 @@ func replicationFactors(t *testing.T, a sarama.ClusterAdmin) map[string]int16 {
 		out[tm.Name] = int16(len(tm.Partitions[0].Replicas))
 	}
 	return out
+}
+
+// TestSyncReplicationFactorUncountedBrokers: a target that will not say how many
+// brokers it has (DescribeCluster refused) still gets its topic, with the target's
+// default replication factor (3 on this 3-broker kfake, where the source's is 2).
+func TestSyncReplicationFactorUncountedBrokers(t *testing.T) {
+	src := newAdmin(t, newCluster(t, kfake.NumBrokers(3)))
+	createTopicRF(t, src, "rf2", 1, 2)
+	tgtCluster := newCluster(t, kfake.NumBrokers(3))
+	h := tgtCluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.DescribeCluster}, Err: kerr.ClusterAuthorizationFailed, TopLevel: true, Count: -1})
+	tgt := newAdmin(t, tgtCluster)
+	sel, _ := NewSelector(config.Topics{Include: []string{".*"}})
+	rep, err := NewSyncer(src, tgt, sel, SyncOptions{Logger: testr.New(t)}).Sync(context.Background())
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if st := rep.Topics[0]; st.Action != ActionCreated || st.ReplicationFactor != -1 {
+		t.Errorf("rf2: action %s with replication factor %d, want Created with -1 (the target's default)", st.Action, st.ReplicationFactor)
+	}
+	if got := replicationFactors(t, tgt)["rf2"]; got != 3 {
+		t.Errorf("target rf2 replication factor = %d, want the target default 3", got)
+	}
+	if h.Hits() == 0 {
+		t.Error("DescribeCluster was not refused; the test did not test the fallback")
+	}
 }

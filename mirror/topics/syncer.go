@@ -374,10 +374,7 @@ func (s *Syncer) noteTargetHasMore(st TopicState) {
 // target refuses (recorded in st.RefusedConfigs). It reports false, and no error, when
 // the topic already exists because someone else created it since the listing.
 func (s *Syncer) create(st *TopicState, src topicInfo, srcCfg topicConfigs, syncConfigs bool) (bool, error) {
-	rf, err := s.replicationFactor(st, src)
-	if err != nil {
-		return false, err
-	}
+	rf := s.replicationFactor(st, src)
 	detail := func(configs map[string]string) *sarama.TopicDetail {
 		d := &sarama.TopicDetail{NumPartitions: src.partitions, ReplicationFactor: rf}
 		if len(configs) > 0 {
@@ -392,7 +389,7 @@ func (s *Syncer) create(st *TopicState, src topicInfo, srcCfg topicConfigs, sync
 	if syncConfigs {
 		configs = srcCfg.explicit
 	}
-	err = s.target.CreateTopic(st.Target, detail(configs), s.opts.DryRun)
+	err := s.target.CreateTopic(st.Target, detail(configs), s.opts.DryRun)
 	if len(configs) > 0 && isConfigRefusal(err) {
 		// Find the configs the target refuses, each alone in a validate-only create,
 		// and create the topic with the rest: a topic without some configs mirrors,
@@ -427,18 +424,22 @@ func (s *Syncer) create(st *TopicState, src topicInfo, srcCfg topicConfigs, sync
 // replicationFactor is the replication factor of a new target topic: the configured
 // one, else the source topic's capped at the target's broker count (a target smaller
 // than the source cannot hold as many copies). A source whose factor is unknown leaves
-// it to the target broker's default (-1).
-func (s *Syncer) replicationFactor(st *TopicState, src topicInfo) (int16, error) {
+// it to the target broker's default (-1), and so does a target whose brokers cannot be
+// counted.
+func (s *Syncer) replicationFactor(st *TopicState, src topicInfo) int16 {
 	if s.opts.ReplicationFactor > 0 {
-		return s.opts.ReplicationFactor, nil
+		return s.opts.ReplicationFactor
 	}
 	if src.replicas <= 0 {
-		return -1, nil
+		return -1
 	}
 	if s.brokers == 0 {
 		brokers, _, err := s.target.DescribeCluster()
 		if err != nil {
-			return 0, fmt.Errorf("while counting the target's brokers for the replication factor of %q: %w", st.Target, err)
+			// Creating the topic matters more than its exact factor.
+			s.log.Error(err, "Failed to count the target's brokers; creating the topic with the target's default replication factor",
+				"topic", st.Source, "targetTopic", st.Target)
+			return -1
 		}
 		s.brokers = len(brokers)
 	}
@@ -447,9 +448,9 @@ func (s *Syncer) replicationFactor(st *TopicState, src topicInfo) (int16, error)
 			s.log.Info("Capped the replication factor of a new target topic at the target's broker count",
 				"topic", st.Source, "targetTopic", st.Target, "sourceReplicationFactor", src.replicas, "targetBrokers", s.brokers)
 		}
-		return int16(s.brokers), nil
+		return int16(s.brokers)
 	}
-	return src.replicas, nil
+	return src.replicas
 }
 
 // expand adds partitions to the target topic and returns its partition count after.
