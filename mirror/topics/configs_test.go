@@ -16,6 +16,21 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
+// What kfake (the in-process broker these tests use) does with topic configs, read from
+// its source at the version in go.mod, so that the tests ask only what it can answer:
+//   - CreateTopics stores every config it is given, known or not, without checking
+//     names or values (Kafka refuses an unknown name with INVALID_CONFIG), so a refusing
+//     target is simulated with kfake.Fault (refuseConfig).
+//   - DescribeConfigs returns its defaults for the topic configs it knows (cleanup.policy,
+//     retention.*, segment.*, max.message.bytes, min.insync.replicas,
+//     message.timestamp.type, ...) as DEFAULT_CONFIG and every config set on the topic
+//     as DYNAMIC_TOPIC_CONFIG (sarama's SourceTopic), which is what the Syncer copies.
+//   - IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT) and AlterConfigs both work
+//     on topics, again without checking names or values; the Syncer uses the former.
+//   - A replication factor above the broker count is refused with
+//     INVALID_REPLICATION_FACTOR; -1 means min(3, brokers); metadata reports as many
+//     replicas per partition as the topic's factor (at most the broker count).
+
 func TestConfigFilter(t *testing.T) {
 	tests := map[string]struct {
 		exclude          []string
