@@ -356,3 +356,22 @@ func TestSyncConfigsUnreadable(t *testing.T) {
 		t.Errorf("target secret cleanup.policy = %q after the fix, want compact", got)
 	}
 }
+
+// TestSyncCreateRefusedForAnotherReason: a target that refuses the topic itself (a
+// create policy on its name) fails the topic with the cause, and does not blame its
+// configs, though each of them was refused along with the topic while they were tried.
+func TestSyncCreateRefusedForAnotherReason(t *testing.T) {
+	tgtCluster := newCluster(t)
+	src, tgt := newAdmin(t, newCluster(t)), newAdmin(t, tgtCluster)
+	createTopic(t, src, "bad", 1, map[string]string{"cleanup.policy": "compact", "retention.ms": "1000"})
+	rejectCreates(tgtCluster, "bad")
+	sel, _ := NewSelector(config.Topics{Include: []string{".*"}})
+	rep, err := NewSyncer(src, tgt, sel, SyncOptions{SyncConfigs: true, Logger: testr.New(t)}).Sync(context.Background())
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	st := rep.Topics[0]
+	if st.Action != ActionFailed || !errors.Is(st.Err, sarama.ErrPolicyViolation) || st.RefusedConfigs != nil || rep.ConfigsRefused != 0 {
+		t.Errorf("bad: action %s, err %v, refused configs %v; want Failed with the policy violation and no refused configs", st.Action, st.Err, st.RefusedConfigs)
+	}
+}

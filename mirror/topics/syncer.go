@@ -408,6 +408,8 @@ func (s *Syncer) create(st *TopicState, src topicInfo, srcCfg topicConfigs, sync
 		st.RefusedConfigs = nil // compared afresh on the next sync
 		return false, nil
 	case err != nil:
+		// Refused even without the refused configs: they were not the cause.
+		st.RefusedConfigs = nil
 		return false, fmt.Errorf("while creating target topic %q with %d partitions and replication factor %d: %w", st.Target, src.partitions, rf, err)
 	}
 	st.ReplicationFactor = rf
