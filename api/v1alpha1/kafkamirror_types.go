@@ -653,7 +653,9 @@ type TopicStatus struct {
 	// +optional
 	Lag *int64 `json:"lag,omitempty"`
 
-	// message explains a Mismatched, Missing or Failed state.
+	// message explains a Mismatched, Missing or Failed state, or which configs of an
+	// InSync topic could not be synced (refused by the target, or not readable or
+	// writable) and why; the topic is mirrored without them.
 	// +optional
 	Message string `json:"message,omitempty"`
 }
