@@ -60,9 +60,9 @@ func TestRenderConfig(t *testing.T) {
 					Target:        config.Cluster{BootstrapServers: []string{"target-kafka:9092"}, ClientID: config.DefaultClientID},
 					ConsumerGroup: "kafka-mirror.shop.orders",
 					InitialOffset: config.InitialOffsetOldest,
-					Topics:        config.Topics{Include: []string{`orders\..*`}},
+					Topics:        config.Topics{Include: []string{`orders\..*`}, ConfigExclude: config.DefaultTopicConfigExclude},
 					Partitioning:  config.PartitioningPreserve,
-					SyncTopics:    config.BoolPtr(false), NoDataLoss: config.BoolPtr(true),
+					SyncTopics:    config.BoolPtr(false), NoDataLoss: config.BoolPtr(true), SyncTopicConfigs: config.BoolPtr(true),
 					Streams:                 1,
 					OffsetCommitInterval:    config.Duration{Duration: 5 * time.Second},
 					DeliveryTimeout:         config.Duration{Duration: 2 * time.Minute},
@@ -83,7 +83,9 @@ func TestRenderConfig(t *testing.T) {
 				s.Topics.Exclude = []string{`orders\.tmp\..*`}
 				s.Topics.Rename = &v1alpha1.RenameSpec{Template: "dc1.{topic}"}
 				s.Partitioning = v1alpha1.PartitioningHash
-				s.SyncTopicConfigs = true
+				s.SyncTopicConfigs = ptr.To(false)
+				s.Topics.ReplicationFactor = ptr.To[int32](2)
+				s.Topics.ConfigExclude = []string{`retention\..*`}
 				s.TopicSyncInterval = &metav1.Duration{Duration: 10 * time.Second}
 				s.NoDataLoss = ptr.To(false)
 				s.Streams = 4
@@ -104,12 +106,12 @@ func TestRenderConfig(t *testing.T) {
 					c.TopicSyncInterval.Duration, *c.NoDataLoss, c.Streams, c.OffsetCommitInterval.Duration, c.DeliveryTimeout.Duration,
 					c.MaxInFlightPerPartition, c.Handlers[0].CEL.Filter, c.Handlers[0].CEL.OnError, c.Handlers[0].CEL.Transform.Value,
 					c.Handlers[1].Name, c.Handlers[1].Args, *c.RebalanceListener, *c.SyncTopics,
-					c.MaxInFlightBytes, c.InitialOffset, c.Producer.MaxMessageBytes}
-				want := []any{"my-group", "src-client", []string{`orders\.tmp\..*`}, config.Rename{Template: "dc1.{topic}"}, config.PartitioningHash, true,
+					c.MaxInFlightBytes, c.InitialOffset, c.Producer.MaxMessageBytes, c.Topics.ReplicationFactor, c.Topics.ConfigExclude}
+				want := []any{"my-group", "src-client", []string{`orders\.tmp\..*`}, config.Rename{Template: "dc1.{topic}"}, config.PartitioningHash, config.BoolPtr(false),
 					10 * time.Second, false, 4, time.Second, time.Minute,
 					500, "true", config.OnErrorSkip, "record.value",
 					"headerFilter", map[string]string{"drop": "x"}, config.PluginSpec{Name: "log", Args: map[string]string{"level": "info"}}, false,
-					int64(64 << 20), config.InitialOffsetLatest, 65536}
+					int64(64 << 20), config.InitialOffsetLatest, 65536, int32(2), []string{`retention\..*`}}
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("rendered\n%#v\nwant\n%#v", got, want)
 				}

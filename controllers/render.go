@@ -39,6 +39,12 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 	if s.Rack != nil {
 		c.Source.Rack = "${" + rackEnv + "}"
 	}
+	if rf := s.Topics.ReplicationFactor; rf != nil {
+		c.Topics.ReplicationFactor = *rf
+	}
+	if s.Topics.ConfigExclude != nil {
+		c.Topics.ConfigExclude = s.Topics.ConfigExclude
+	}
 	if r := s.Topics.Rename; r != nil {
 		c.Topics.Rename = &config.Rename{Prefix: r.Prefix, Template: r.Template}
 	}

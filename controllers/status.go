@@ -118,8 +118,11 @@ func topicsCondition(obs *observation) (metav1.ConditionStatus, string, string) 
 		return metav1.ConditionFalse, v1alpha1.ReasonSourceUnreachable, obs.topics.err.Error()
 	}
 	ts := topicsStatus(obs.topics)
-	var failed, hasMore, blocked []string
+	var failed, hasMore, blocked, refused []string
 	for _, t := range obs.topics.report.Topics {
+		if len(t.RefusedConfigs) > 0 || t.ConfigErr != nil {
+			refused = append(refused, t.Source)
+		}
 		switch state, _ := topicStateOf(t, obs.topics.dryRun); {
 		case state == v1alpha1.TopicStateFailed:
 			failed = append(failed, t.Source)
@@ -139,12 +142,18 @@ func topicsCondition(obs *observation) (metav1.ConditionStatus, string, string) 
 	case ts.Selected == 0:
 		return metav1.ConditionTrue, v1alpha1.ReasonNoTopicsSelected,
 			fmt.Sprintf("no source topic matches spec.topics yet; the source is checked again every %s", syncInterval(obs))
-	case len(hasMore) > 0:
-		return metav1.ConditionTrue, v1alpha1.ReasonTargetHasMorePartitions,
-			fmt.Sprintf("%d topics in sync; the targets of %s have more partitions than their source (reported only: partitions cannot be removed)",
-				ts.InSync, listNames(hasMore))
 	}
-	return metav1.ConditionTrue, v1alpha1.ReasonTopicsInSync, fmt.Sprintf("%d topics in sync", ts.InSync)
+	// Configs not synced leave the topics mirrored, so the condition stays True and says so.
+	var note string
+	if len(refused) > 0 {
+		note = fmt.Sprintf("; some configs of %s could not be synced, and the topics are mirrored without them (see status.topics.items)", listNames(refused))
+	}
+	if len(hasMore) > 0 {
+		return metav1.ConditionTrue, v1alpha1.ReasonTargetHasMorePartitions,
+			fmt.Sprintf("%d topics in sync; the targets of %s have more partitions than their source (reported only: partitions cannot be removed)%s",
+				ts.InSync, listNames(hasMore), note)
+	}
+	return metav1.ConditionTrue, v1alpha1.ReasonTopicsInSync, fmt.Sprintf("%d topics in sync%s", ts.InSync, note)
 }
 
 func syncInterval(obs *observation) string {

@@ -104,6 +104,16 @@ func TestComputeStatus(t *testing.T) {
 				topicsRan: true, deployment: readyDeployment(1)},
 			want: want{"False/TopicsNotSynced", "False/TopicSyncDisabled", "False/Reconciled", "False/Reconciled"},
 		},
+		"configs not synced": {
+			mirror: newMirror(),
+			obs: observation{topics: syncedTopics(inSync,
+				topics.TopicState{Source: "b", Target: "b", Action: topics.ActionCreated,
+					RefusedConfigs: []topics.RefusedConfig{{Name: "x.y", Value: "1", Err: errors.New("INVALID_CONFIG")}}},
+				topics.TopicState{Source: "c", Target: "c", Action: topics.ActionNone, ConfigErr: errors.New("not authorised")}),
+				topicsRan: true, deployment: readyDeployment(1)},
+			want:    want{"True/Available", "True/TopicsInSync", "False/Reconciled", "False/Reconciled"},
+			message: "3 topics in sync; some configs of b, c could not be synced, and the topics are mirrored without them (see status.topics.items)",
+		},
 		"no topics selected": {
 			mirror: newMirror(),
 			obs:    observation{topics: syncedTopics(), topicsRan: true, deployment: readyDeployment(1)},
@@ -188,6 +198,38 @@ func TestSyncErrorRole(t *testing.T) {
 			if got := syncErrorRole(tc.err); got != tc.want {
 				t.Errorf("syncErrorRole(%v) = %q, want %q", tc.err, got, tc.want)
 			}
+		})
+	}
+}
+
+// TestTopicStatusConfigMessage: a topic whose configs were not all synced is in sync
+// (it mirrors), and its message says which configs and why.
+func TestTopicStatusConfigMessage(t *testing.T) {
+	refused := []topics.RefusedConfig{
+		{Name: "x.y", Value: "1", Err: errors.New("INVALID_CONFIG")},
+		{Name: "z", Value: "{}", Err: errors.New("POLICY_VIOLATION")},
+	}
+	tests := map[string]struct {
+		state topics.TopicState
+		want  string
+	}{
+		"all synced": {state: topics.TopicState{Action: topics.ActionNone}},
+		"refused": {
+			state: topics.TopicState{Action: topics.ActionCreated, RefusedConfigs: refused},
+			want:  "the target refused the source configs x.y=1 (INVALID_CONFIG), z={} (POLICY_VIOLATION); the topic is mirrored without them",
+		},
+		"unreadable and refused": {
+			state: topics.TopicState{Action: topics.ActionNone, ConfigErr: errors.New("TOPIC_AUTHORIZATION_FAILED"), RefusedConfigs: refused[:1]},
+			want: "its configs could not be synced: TOPIC_AUTHORIZATION_FAILED; the target refused the source configs x.y=1 (INVALID_CONFIG); " +
+				"the topic is mirrored without them",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ts := topicsStatus(syncedTopics(tc.state))
+			expect(t, "state", ts.Items[0].State, v1alpha1.TopicStateInSync)
+			expect(t, "message", ts.Items[0].Message, tc.want)
+			expect(t, "inSync", ts.InSync, int32(1))
 		})
 	}
 }

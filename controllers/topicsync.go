@@ -49,6 +49,11 @@ func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config
 		res.err = fmt.Errorf("while compiling spec.topics: %w", err)
 		return res
 	}
+	opts, err := topics.OptionsFor(cfg)
+	if err != nil { // validate already compiled these too
+		res.err = fmt.Errorf("while compiling spec.topics.configExclude: %w", err)
+		return res
+	}
 	srcClient, srcAdmin, err := connect(cfg.Source, kafka.RoleSource, files)
 	if err != nil {
 		res.err, res.role = err, kafka.RoleSource
@@ -62,13 +67,11 @@ func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config
 	}
 	defer closeQuietly(log, tgtAdmin, kafka.RoleTarget)
 
-	syncer := topics.NewSyncer(srcAdmin, tgtAdmin, sel, topics.SyncOptions{
-		SyncConfigs: cfg.SyncTopicConfigs,
-		DryRun:      res.dryRun,
-		// A Syncer lives for one reconcile here, so its "say it once" logging would
-		// repeat every interval: its lines go to debug, and changes are logged below.
-		Logger: log.V(1),
-	})
+	opts.DryRun = res.dryRun
+	// A Syncer lives for one reconcile here, so its "say it once" logging would repeat
+	// every interval: its lines go to debug, and changes are logged below.
+	opts.Logger = log.V(1)
+	syncer := topics.NewSyncer(srcAdmin, tgtAdmin, sel, opts)
 	res.report, err = syncer.Sync(ctx)
 	if err != nil {
 		res.err, res.role = err, syncErrorRole(err)
@@ -192,8 +195,28 @@ func topicStateOf(t topics.TopicState, dryRun bool) (v1alpha1.TopicState, string
 	case dryRun && t.Action == topics.ActionExpanded:
 		return v1alpha1.TopicStateMismatched, "the target has fewer partitions than the source and syncPartitions is false; the mirror waits for the missing partitions"
 	}
-	// In sync, or created or expanded just now.
-	return v1alpha1.TopicStateInSync, ""
+	// In sync, or created or expanded just now; configs not synced are told.
+	return v1alpha1.TopicStateInSync, configMessage(t)
+}
+
+// configMessage tells why a topic's configs are not (all) synced, for status; "" when
+// they are. The topic is mirrored either way.
+func configMessage(t topics.TopicState) string {
+	var parts []string
+	if t.ConfigErr != nil {
+		parts = append(parts, "its configs could not be synced: "+t.ConfigErr.Error())
+	}
+	if len(t.RefusedConfigs) > 0 {
+		refused := make([]string, 0, len(t.RefusedConfigs))
+		for _, r := range t.RefusedConfigs {
+			refused = append(refused, r.String())
+		}
+		parts = append(parts, "the target refused the source configs "+strings.Join(refused, ", "))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ") + "; the topic is mirrored without them"
 }
 
 // topicChanges describes the topics a sync created or expanded, for an event; "" when

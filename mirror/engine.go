@@ -211,7 +211,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}()
 
-	tl := newTopicLoop(e, conns)
+	tl, err := newTopicLoop(e, conns)
+	if err != nil {
+		stopBackground()
+		return err
+	}
 	if err := tl.runOnce(ctx); err != nil {
 		stopBackground()
 		return err

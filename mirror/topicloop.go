@@ -49,15 +49,17 @@ type topicLoop struct {
 	warnedEmpty bool
 }
 
-func newTopicLoop(e *Engine, conns *connections) *topicLoop {
+func newTopicLoop(e *Engine, conns *connections) (*topicLoop, error) {
 	tl := &topicLoop{e: e, conns: conns}
 	if e.cfg.SyncTopicsEnabled() {
-		tl.syncer = topics.NewSyncer(conns.sourceAdmin, conns.targetAdmin, e.sel, topics.SyncOptions{
-			SyncConfigs: e.cfg.SyncTopicConfigs,
-			Logger:      e.log.WithName("topics"),
-		})
+		opts, err := topics.OptionsFor(e.cfg)
+		if err != nil {
+			return nil, fmt.Errorf("while preparing the topic sync: %w", err)
+		}
+		opts.Logger = e.log.WithName("topics")
+		tl.syncer = topics.NewSyncer(conns.sourceAdmin, conns.targetAdmin, e.sel, opts)
 	}
-	return tl
+	return tl, nil
 }
 
 // runOnce does one sync and selection. At start its errors are returned (the user sees
@@ -73,9 +75,10 @@ func (tl *topicLoop) runOnce(ctx context.Context) error {
 				tl.e.log.Error(t.Err, "Failed to sync target topic", "topic", t.Source, "targetTopic", t.Target, "action", t.Action)
 			}
 		}
-		if rep.Created+rep.Expanded > 0 {
+		if rep.Created+rep.Expanded+rep.ConfigsUpdated > 0 {
 			tl.e.log.Info("Synced target topics", "selected", rep.Selected, "created", rep.Created,
-				"expanded", rep.Expanded, "inSync", rep.InSync, "targetHasMore", rep.Mismatched, "failed", rep.Failed)
+				"expanded", rep.Expanded, "configsUpdated", rep.ConfigsUpdated, "configsRefused", rep.ConfigsRefused, "configsFailed", rep.ConfigsFailed,
+				"inSync", rep.InSync, "targetHasMore", rep.Mismatched, "failed", rep.Failed)
 		}
 	}
 	if err := tl.conns.sourceMeta.RefreshMetadata(); err != nil {

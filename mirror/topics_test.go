@@ -1,9 +1,18 @@
 package mirror
 
 import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -95,4 +104,118 @@ func TestPartitioningModes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTargetTopicsBehaveLikeTheSource runs the engine with default settings on a
+// compacted source topic: its target is created compacted with the source's configs
+// (but not the excluded message.timestamp.type), every keyed record arrives once, and a
+// later change of a source config reaches the target on a following topic sync.
+func TestTargetTopicsBehaveLikeTheSource(t *testing.T) {
+	const (
+		topic      = "users"
+		partitions = 2
+		perPart    = 100
+	)
+	c := newClusters(t, 1)
+	src := sourceAdmin(t, c)
+	configs := map[string]*string{
+		"cleanup.policy":         ptrTo("compact"),
+		"min.compaction.lag.ms":  ptrTo("60000"),
+		"segment.bytes":          ptrTo("1048576"),
+		"message.timestamp.type": ptrTo("LogAppendTime"), // excluded by default
+	}
+	if err := src.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: configs}, false); err != nil {
+		t.Fatal(err)
+	}
+	produceKeyed(t, c.source, topic, partitions, perPart)
+	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.Topics.Include = []string{topic} })
+	if !cfg.SyncTopicConfigsEnabled() {
+		t.Fatal("syncTopicConfigs is off by default")
+	}
+	r := startEngine(t, cfg, testLogger(t))
+
+	got := readTarget(t, c.target, topic, partitions*perPart, time.Second, 30*time.Second)
+	seen, dups := map[string]bool{}, 0
+	for p, recs := range got {
+		for _, rec := range recs {
+			if !strings.HasPrefix(string(rec.Key), fmt.Sprintf("p%d-", p)) {
+				t.Errorf("record %q landed in target partition %d", rec.Key, p)
+			}
+			if seen[string(rec.Key)] {
+				dups++
+			}
+			seen[string(rec.Key)] = true
+		}
+	}
+	if lost := partitions*perPart - len(seen); lost != 0 || dups != 0 {
+		t.Fatalf("target %s: %d records lost, %d duplicates, want 0 and 0", topic, lost, dups)
+	}
+
+	tgt := targetAdmin(t, c)
+	want := map[string]string{"cleanup.policy": "compact", "min.compaction.lag.ms": "60000", "segment.bytes": "1048576",
+		"message.timestamp.type": "CreateTime"}
+	if got := describeTopicConfigs(t, tgt, topic); !hasConfigs(got, want) {
+		t.Errorf("target %s configs = %v, want %v", topic, got, want)
+	}
+
+	// The next syncs follow a change on the source; the ceiling is generous (the
+	// interval is 1 s).
+	if err := src.IncrementalAlterConfig(sarama.TopicResource, topic, map[string]sarama.IncrementalAlterConfigsEntry{
+		"cleanup.policy": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: ptrTo("compact,delete")},
+		"retention.ms":   {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: ptrTo("86400000")},
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	want["cleanup.policy"], want["retention.ms"] = "compact,delete", "86400000"
+	testutil.WaitFor(t, 30*cfg.TopicSyncInterval.Duration, "the source's config change on the target", func() bool {
+		return hasConfigs(describeTopicConfigs(t, tgt, topic), want)
+	})
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ptrTo(s string) *string { return &s }
+
+// produceKeyed writes perPartition records with unique keys "p<partition>-<i>" to every
+// partition of topic (a compacted topic refuses records without a key).
+func produceKeyed(t *testing.T, cl *kfake.Cluster, topic string, partitions int32, perPartition int) {
+	t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var recs []*kgo.Record
+	for p := int32(0); p < partitions; p++ {
+		for i := 0; i < perPartition; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: []byte(fmt.Sprintf("p%d-%d", p, i)), Value: []byte(strconv.Itoa(i))})
+		}
+	}
+	if err := client.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// describeTopicConfigs returns every config of a topic as the cluster reports it.
+func describeTopicConfigs(t *testing.T, a sarama.ClusterAdmin, topic string) map[string]string {
+	t.Helper()
+	entries, err := a.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
+	if err != nil {
+		t.Fatalf("describing configs of %q: %v", topic, err)
+	}
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		out[e.Name] = e.Value
+	}
+	return out
+}
+
+func hasConfigs(got, want map[string]string) bool {
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
 }

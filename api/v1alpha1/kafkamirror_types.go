@@ -91,10 +91,13 @@ type KafkaMirrorSpec struct {
 	// +kubebuilder:default=true
 	SyncPartitions *bool `json:"syncPartitions,omitempty"`
 
-	// syncTopicConfigs copies source topic configs (retention, cleanup policy, ...) to
-	// the target topics the operator creates or syncs. Default false.
+	// syncTopicConfigs copies the configs set on each source topic (retention, cleanup
+	// policy, ...) to its target, when the operator creates it and again whenever the
+	// source's value changes, except those matched by topics.configExclude. Configs the
+	// target refuses are reported in status.topics.items[].message and the rest are
+	// still applied. Default true; false leaves target topic configs alone.
 	// +optional
-	SyncTopicConfigs bool `json:"syncTopicConfigs,omitempty"`
+	SyncTopicConfigs *bool `json:"syncTopicConfigs,omitempty"`
 
 	// topicSyncInterval is how often the operator re-reads the source topics to find new
 	// matching topics and partition expansion, as a duration string ("30s", "5m").
@@ -424,6 +427,28 @@ type TopicsSpec struct {
 	// rename maps a source topic name to its target name. Default: the same name.
 	// +optional
 	Rename *RenameSpec `json:"rename,omitempty"`
+
+	// replicationFactor is the replication factor of the target topics the operator
+	// creates. Unset or -1: the source topic's replication factor, capped at the number
+	// of target brokers. A number from 1 is used as it is (a target with fewer brokers
+	// refuses the topic). Existing target topics are never changed.
+	// +optional
+	// +kubebuilder:validation:Minimum=-1
+	// +kubebuilder:validation:Maximum=32767
+	// +kubebuilder:validation:XValidation:rule="self != 0",message="replicationFactor must be at least 1, or -1 for the source topic's"
+	ReplicationFactor *int32 `json:"replicationFactor,omitempty"`
+
+	// configExclude lists regular expressions (Go RE2 syntax) of topic config names that
+	// syncTopicConfigs never copies; a config is excluded when its whole name matches one
+	// of them. Setting the list replaces the default, which leaves out what depends on
+	// the target cluster rather than the data: min.insync.replicas,
+	// unclean.leader.election.enable, replication throttles, message.timestamp.* and
+	// tiered or removed storage settings (the README lists it). [""] copies every config.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=1024
+	ConfigExclude []string `json:"configExclude,omitempty"`
 }
 
 // RenameSpec maps source topic names to target topic names. Set at most one field.
@@ -792,7 +817,9 @@ type TopicStatus struct {
 	// +optional
 	Lag *int64 `json:"lag,omitempty"`
 
-	// message explains a Mismatched, Missing or Failed state.
+	// message explains a Mismatched, Missing or Failed state, or which configs of an
+	// InSync topic could not be synced (refused by the target, or not readable or
+	// writable) and why; the topic is mirrored without them.
 	// +optional
 	Message string `json:"message,omitempty"`
 }

@@ -247,6 +247,11 @@ func (in *KafkaMirrorSpec) DeepCopyInto(out *KafkaMirrorSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.SyncTopicConfigs != nil {
+		in, out := &in.SyncTopicConfigs, &out.SyncTopicConfigs
+		*out = new(bool)
+		**out = **in
+	}
 	if in.TopicSyncInterval != nil {
 		in, out := &in.TopicSyncInterval, &out.TopicSyncInterval
 		*out = new(v1.Duration)
@@ -643,6 +648,16 @@ func (in *TopicsSpec) DeepCopyInto(out *TopicsSpec) {
 		in, out := &in.Rename, &out.Rename
 		*out = new(RenameSpec)
 		**out = **in
+	}
+	if in.ReplicationFactor != nil {
+		in, out := &in.ReplicationFactor, &out.ReplicationFactor
+		*out = new(int32)
+		**out = **in
+	}
+	if in.ConfigExclude != nil {
+		in, out := &in.ConfigExclude, &out.ConfigExclude
+		*out = make([]string, len(*in))
+		copy(*out, *in)
 	}
 }
 

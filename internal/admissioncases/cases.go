@@ -153,6 +153,16 @@ func Rejected() map[string]Case {
 			Field:   "spec.topics.rename.template",
 			Message: "rename.template must contain {topic}, or every source topic would map to one target topic",
 		},
+		"replication factor zero": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Topics.ReplicationFactor = ptr.To[int32](0) },
+			Field:   "spec.topics.replicationFactor",
+			Message: "replicationFactor must be at least 1, or -1 for the source topic's",
+		},
+		"replication factor below -1": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Topics.ReplicationFactor = ptr.To[int32](-2) },
+			Field:   "spec.topics.replicationFactor",
+			Message: "should be greater than or equal to -1",
+		},
 		"handler with cel and name": {
 			Mutate: func(m *v1alpha1.KafkaMirror) {
 				m.Spec.Handlers = []v1alpha1.HandlerSpec{{Name: "x", CEL: &v1alpha1.CELHandler{Filter: "true"}}}

@@ -61,9 +61,10 @@ func TestParseValid(t *testing.T) {
 					Target:                  Cluster{BootstrapServers: []string{"target-kafka:9092"}, ClientID: DefaultClientID},
 					ConsumerGroup:           "kafka-mirror.default.orders",
 					InitialOffset:           InitialOffsetOldest,
-					Topics:                  Topics{Include: []string{`orders\..*`}},
+					Topics:                  Topics{Include: []string{`orders\..*`}, ConfigExclude: DefaultTopicConfigExclude},
 					Partitioning:            PartitioningPreserve,
 					SyncTopics:              BoolPtr(true),
+					SyncTopicConfigs:        BoolPtr(true),
 					NoDataLoss:              BoolPtr(true),
 					Streams:                 1,
 					OffsetCommitInterval:    Duration{5 * time.Second},
@@ -75,8 +76,8 @@ func TestParseValid(t *testing.T) {
 				if !reflect.DeepEqual(c, want) {
 					t.Fatalf("got  %+v\nwant %+v", c, want)
 				}
-				if !c.NoDataLossEnabled() || !c.SyncTopicsEnabled() {
-					t.Fatal("noDataLoss and syncTopics must default to on")
+				if !c.NoDataLossEnabled() || !c.SyncTopicsEnabled() || !c.SyncTopicConfigsEnabled() {
+					t.Fatal("noDataLoss, syncTopics and syncTopicConfigs must default to on")
 				}
 			},
 		},
@@ -363,6 +364,27 @@ func TestValidate(t *testing.T) {
 		"listener without name": {
 			mutate: func(c *Config) { c.RebalanceListener = &PluginSpec{Name: " "} },
 			want:   []string{"rebalanceListener.name: Required value: the name of a registered rebalance listener"},
+		},
+		"replication factor": {
+			mutate: func(c *Config) { c.Topics.ReplicationFactor = -2 },
+			want:   []string{"topics.replicationFactor: Invalid value: -2: must be between 1 and 32767, or -1 (unset: the source topic's, capped at the target's broker count)"},
+		},
+		"replication factor too large": {
+			mutate: func(c *Config) { c.Topics.ReplicationFactor = 40000 },
+			want:   []string{"topics.replicationFactor: Invalid value: 40000: must be between 1 and 32767, or -1 (unset: the source topic's, capped at the target's broker count)"},
+		},
+		"replication factor -1, config exclude with an empty pattern": {
+			mutate: func(c *Config) {
+				c.Topics.ReplicationFactor = -1
+				c.Topics.ConfigExclude = []string{`retention\..*`, ""}
+			},
+		},
+		"config exclude": {
+			mutate: func(c *Config) { c.Topics.ConfigExclude = []string{`ok`, `bad(`} },
+			want:   []string{"topics.configExclude[1]: Invalid value: \"bad(\": error parsing regexp: missing closing ): `bad(`"},
+		},
+		"syncTopicConfigs off": {
+			mutate: func(c *Config) { c.SyncTopicConfigs = BoolPtr(false) },
 		},
 		"metrics address": {
 			mutate: func(c *Config) { c.Metrics.Address = "8080" },

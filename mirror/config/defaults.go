@@ -15,6 +15,28 @@ const (
 	DefaultMetricsAddress          = ":8080"
 )
 
+// DefaultTopicConfigExclude is topics.configExclude when unset, in the spirit of
+// MirrorMaker 2's DefaultConfigPropertyFilter: the topic configs that describe the
+// target cluster (its size, its durability policy, its storage) or that would change
+// the mirrored records, rather than the data. Each is a regular expression matching a
+// whole config name.
+var DefaultTopicConfigExclude = []string{
+	// Durability and replication: they depend on the target's broker count and policy.
+	`min\.insync\.replicas`,
+	`unclean\.leader\.election\.enable`,
+	`(leader|follower)\.replication\.throttled\.replicas`,
+	// LogAppendTime would overwrite the source timestamps the mirror keeps, and a bound
+	// on timestamp age would refuse a backlog of old records.
+	`message\.timestamp\..*`,
+	// Tiered storage needs the target's own remote storage; the message format settings
+	// are gone from Kafka 4 brokers, which refuse them.
+	`remote\.storage\.enable`,
+	`remote\.log\..*`,
+	`local\.retention\.(ms|bytes)`,
+	`message\.format\.version`,
+	`message\.downconversion\.enable`,
+}
+
 // Default fills every unset field with its default value. It is idempotent and leaves
 // set fields alone, so a defaulted config renders back to the same file.
 func (c *Config) Default() {
@@ -37,6 +59,12 @@ func (c *Config) Default() {
 	}
 	if c.SyncTopics == nil {
 		c.SyncTopics = BoolPtr(true)
+	}
+	if c.SyncTopicConfigs == nil {
+		c.SyncTopicConfigs = BoolPtr(true)
+	}
+	if c.Topics.ConfigExclude == nil {
+		c.Topics.ConfigExclude = append([]string(nil), DefaultTopicConfigExclude...)
 	}
 	if c.NoDataLoss == nil {
 		c.NoDataLoss = BoolPtr(true)

@@ -36,9 +36,12 @@ type Config struct {
 	// SyncTopics makes the engine create and expand target topics itself, at start and
 	// every TopicSyncInterval. Default true; the operator sets false and does it itself.
 	SyncTopics *bool `json:"syncTopics,omitempty"`
-	// SyncTopicConfigs copies source topic configs (retention, cleanup policy, ...) to
-	// target topics when topics are synced. Default false.
-	SyncTopicConfigs bool `json:"syncTopicConfigs,omitempty"`
+	// SyncTopicConfigs copies the configs set on each source topic (retention, cleanup
+	// policy, ...) to its target when topics are synced, at creation and again whenever
+	// the source's value changes, except the configs matched by topics.configExclude.
+	// Configs the target refuses are logged and reported, and the rest are still
+	// applied. Default true; set false to leave target topic configs alone.
+	SyncTopicConfigs *bool `json:"syncTopicConfigs,omitempty"`
 	// TopicSyncInterval is how often topics are re-synced and the topic selection
 	// re-evaluated. Default 30s.
 	TopicSyncInterval Duration `json:"topicSyncInterval,omitempty"`
@@ -180,6 +183,20 @@ type Topics struct {
 	Exclude []string `json:"exclude,omitempty"`
 	// Rename maps a source topic name to its target name. Default: the same name.
 	Rename *Rename `json:"rename,omitempty"`
+	// ReplicationFactor is the replication factor of the target topics the sync
+	// creates. Unset (or -1): the source topic's replication factor, capped at the
+	// number of target brokers. A number from 1 is used as it is, and a target with
+	// fewer brokers refuses the topic. Existing target topics are never changed.
+	ReplicationFactor int32 `json:"replicationFactor,omitempty"`
+	// ConfigExclude lists regular expressions of topic config names that syncTopicConfigs
+	// never copies; a config is excluded when its whole name matches one of them.
+	// Setting the list replaces the default, which leaves out what depends on the target
+	// cluster rather than on the data: min.insync.replicas,
+	// unclean.leader.election.enable, replication throttles, message.timestamp.*
+	// (LogAppendTime would overwrite the mirrored timestamps, a bound on timestamp age
+	// would refuse a mirrored backlog) and tiered or removed storage settings. [""]
+	// copies every config.
+	ConfigExclude []string `json:"configExclude,omitempty"`
 }
 
 // Rename maps source topic names to target topic names. Set at most one field.
@@ -310,6 +327,12 @@ func (c *Config) ProducerMaxMessageBytes() int {
 
 // NoDataLossEnabled reports whether the no-data-loss policy is on (the default).
 func (c *Config) NoDataLossEnabled() bool { return c.NoDataLoss == nil || *c.NoDataLoss }
+
+// SyncTopicConfigsEnabled reports whether topic syncs copy source topic configs (the
+// default).
+func (c *Config) SyncTopicConfigsEnabled() bool {
+	return c.SyncTopicConfigs == nil || *c.SyncTopicConfigs
+}
 
 // SyncTopicsEnabled reports whether the engine syncs target topics itself (the default).
 func (c *Config) SyncTopicsEnabled() bool { return c.SyncTopics == nil || *c.SyncTopics }

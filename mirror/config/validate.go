@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"regexp"
@@ -20,6 +21,9 @@ const (
 	// cannot send the request (sarama.MaxRequestSize).
 	MinMaxMessageBytes = 1 << 10
 	MaxMaxMessageBytes = 100<<20 - 64<<10
+	// MaxReplicationFactor bounds topics.replicationFactor: Kafka's CreateTopics takes
+	// it as a 16-bit integer.
+	MaxReplicationFactor = math.MaxInt16
 )
 
 var topicNameChars = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
@@ -148,12 +152,16 @@ func (t *Topics) validate(p *field.Path) field.ErrorList {
 	for _, list := range []struct {
 		name     string
 		patterns []string
-	}{{"include", t.Include}, {"exclude", t.Exclude}} {
+	}{{"include", t.Include}, {"exclude", t.Exclude}, {"configExclude", t.ConfigExclude}} {
 		for i, re := range list.patterns {
 			if _, err := regexp.Compile(re); err != nil {
 				errs = append(errs, field.Invalid(p.Child(list.name).Index(i), re, err.Error()))
 			}
 		}
+	}
+	if rf := t.ReplicationFactor; rf != -1 && (rf < 0 || rf > MaxReplicationFactor) {
+		errs = append(errs, field.Invalid(p.Child("replicationFactor"), rf,
+			fmt.Sprintf("must be between 1 and %d, or -1 (unset: the source topic's, capped at the target's broker count)", MaxReplicationFactor)))
 	}
 	if r := t.Rename; r != nil {
 		rp := p.Child("rename")

@@ -148,7 +148,7 @@ func TestSync(t *testing.T) {
 				{"d", "d", 4, 6, ActionTargetHasMore},
 			},
 			wantCounts: counts{Selected: 4, Created: 1, Expanded: 1, Mismatched: 1, Failed: 1},
-			wantErr:    map[string]string{"bad": `while creating target topic "bad" with 2 partitions: `},
+			wantErr:    map[string]string{"bad": `while creating target topic "bad" with 2 partitions and replication factor 1: `},
 			wantTarget: map[string]int32{"a": 1, "c": 3, "d": 6},
 		},
 		"nothing selected": {
@@ -273,9 +273,9 @@ func TestSyncFollowsSourceChanges(t *testing.T) {
 	}
 	// One line per change, none for syncs that changed nothing.
 	wantLogged := []string{
-		`"level"=0 "msg"="Created target topic" "topic"="orders" "targetTopic"="orders" "partitions"=2`,
+		`"level"=0 "msg"="Created target topic" "topic"="orders" "targetTopic"="orders" "partitions"=2 "replicationFactor"=1`,
 		`"level"=0 "msg"="Expanded target topic" "topic"="orders" "targetTopic"="orders" "from"=2 "to"=5`,
-		`"level"=0 "msg"="Created target topic" "topic"="orders.new" "targetTopic"="orders.new" "partitions"=3`,
+		`"level"=0 "msg"="Created target topic" "topic"="orders.new" "targetTopic"="orders.new" "partitions"=3 "replicationFactor"=1`,
 	}
 	if !reflect.DeepEqual(logged, wantLogged) {
 		t.Errorf("log lines:\n got %q\nwant %q", logged, wantLogged)
@@ -308,12 +308,17 @@ func TestSyncConfigUpdateRejected(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	want := []stateKey{{"a", "a", 1, 1, ActionFailed}, {"b", "b", 1, 1, ActionNone}}
+	// Configs are second to partitions: the topic is in sync, its configs are not.
+	want := []stateKey{{"a", "a", 1, 1, ActionNone}, {"b", "b", 1, 1, ActionNone}}
 	if got := keys(rep); !reflect.DeepEqual(got, want) {
 		t.Fatalf("states:\n got %+v\nwant %+v", got, want)
 	}
-	if err := rep.Topics[0].Err; err == nil || !strings.Contains(err.Error(), `while updating configs [retention.ms] of target topic "a"`) {
-		t.Errorf("a: Err = %v, want it to name the configs and the topic", err)
+	if err := rep.Topics[0].ConfigErr; err == nil || !strings.Contains(err.Error(), `while updating configs [retention.ms] of target topic "a"`) ||
+		!errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+		t.Errorf("a: ConfigErr = %v, want it to name the configs and the topic and wrap the authorization error", err)
+	}
+	if rep.Failed != 0 || rep.ConfigsFailed != 1 || rep.Topics[1].ConfigErr != nil {
+		t.Errorf("Failed = %d, ConfigsFailed = %d, b ConfigErr = %v; want 0, 1, nil", rep.Failed, rep.ConfigsFailed, rep.Topics[1].ConfigErr)
 	}
 	if got := topicConfig(t, tgt, "b", "retention.ms"); got != "1000" {
 		t.Errorf("target b retention.ms = %q, want 1000", got)
