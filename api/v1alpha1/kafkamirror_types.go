@@ -291,7 +291,7 @@ const (
 // SASLSpec configures SASL authentication towards a cluster.
 //
 // +kubebuilder:validation:XValidation:rule="self.mechanism in ['OAUTHBEARER', 'AWS_MSK_IAM'] || has(self.passwordSecretRef)",message="sasl.passwordSecretRef is required: the SASL password is read from a Secret, never written in the KafkaMirror"
-// +kubebuilder:validation:XValidation:rule="self.mechanism in ['OAUTHBEARER', 'AWS_MSK_IAM'] || (has(self.username) && self.username != ”)",message="sasl.username is required for PLAIN and SCRAM"
+// +kubebuilder:validation:XValidation:rule="self.mechanism in ['OAUTHBEARER', 'AWS_MSK_IAM'] || (has(self.username) && size(self.username) > 0)",message="sasl.username is required for PLAIN and SCRAM"
 // +kubebuilder:validation:XValidation:rule="self.mechanism != 'OAUTHBEARER' || has(self.oauth)",message="sasl.oauth is required for OAUTHBEARER"
 // +kubebuilder:validation:XValidation:rule="self.mechanism != 'AWS_MSK_IAM' || has(self.aws)",message="sasl.aws is required for AWS_MSK_IAM"
 type SASLSpec struct {
