@@ -70,6 +70,11 @@ type Config struct {
 	RebalanceListener *PluginSpec `json:"rebalanceListener,omitempty"`
 	// Metrics configures the HTTP endpoint serving /metrics, /healthz and /readyz.
 	Metrics Metrics `json:"metrics,omitempty"`
+	// Groups turns on consumer-group offset translation: the committed offsets of the
+	// matching source groups are translated to target offsets and committed to the
+	// groups of the same name on the target while those have no active members, so
+	// their consumers can fail over. Default: unset, no translation.
+	Groups *Groups `json:"groups,omitempty"`
 }
 
 // Producer tunes the producer that writes to the target.
