@@ -134,7 +134,9 @@ func decodeOffsetSync(b []byte) (OffsetSync, error) {
 // ack the partition's records.
 type partitionSyncs struct {
 	mu sync.Mutex
-	// tracker is the assignment whose acks are seen; a new one starts a new chain.
+	// tracker is the assignment whose acks are seen (once started); a new one starts
+	// a new chain.
+	started bool
 	tracker *offsets.Tracker
 	// last is the last acked record: source offset and target offset, -1 before any.
 	lastSource, lastTarget int64
@@ -175,8 +177,8 @@ func newOffsetSyncWriter(cfg *config.Config, log logr.Logger, parts *partitionRe
 func (w *offsetSyncWriter) observe(p *partitionState, tracker *offsets.Tracker, source, target int64) {
 	st := &p.syncs
 	st.mu.Lock()
-	if st.tracker != tracker {
-		st.tracker, st.lastSource, st.lastTarget, st.written, st.since = tracker, -1, -1, -1, 0
+	if !st.started || st.tracker != tracker {
+		st.started, st.tracker, st.lastSource, st.lastTarget, st.written, st.since = true, tracker, -1, -1, -1, 0
 	}
 	if source <= st.lastSource {
 		// Acked out of order (a record sent again alone): the stretch is no longer one
@@ -213,7 +215,7 @@ func (w *offsetSyncWriter) flushPositions() {
 	for _, p := range w.parts.all() {
 		st := &p.syncs
 		st.mu.Lock()
-		if st.lastSource >= 0 && st.lastSource != st.written {
+		if st.started && st.lastSource >= 0 && st.lastSource != st.written {
 			w.enqueueLocked(p, st)
 		}
 		st.mu.Unlock()
