@@ -47,7 +47,8 @@ type PartitionTranslation struct {
 	// When false, the records between the last offset sync and SourceOffset (at most
 	// offsetSyncEveryRecords, or what the mirror acked in offsetSyncInterval) are read twice.
 	Exact bool
-	// TargetEnd is the target partition's end offset; Lag is TargetEnd - TargetOffset.
+	// TargetEnd is the target partition's end offset; Lag is TargetEnd - TargetOffset
+	// (-1 when unknown).
 	TargetEnd, Lag int64
 	// TargetCommitted is the target group's committed offset, -1 when it has none.
 	TargetCommitted int64
@@ -110,7 +111,7 @@ func (tr *translator) translate(ctx context.Context, group string, commit bool) 
 				continue
 			}
 			pt := PartitionTranslation{Topic: topic, Partition: p, TargetTopic: tr.sel.TargetName(topic),
-				SourceOffset: b.Offset, TargetOffset: -1, TargetCommitted: -1, TargetEnd: -1}
+				SourceOffset: b.Offset, TargetOffset: -1, TargetCommitted: -1, TargetEnd: -1, Lag: -1}
 			if to, exact, ok := translateOffset(tr.store.syncs[partitionKey{topic, p}], b.Offset); ok {
 				pt.TargetOffset, pt.Exact = to, exact
 			}
