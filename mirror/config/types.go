@@ -77,6 +77,20 @@ type Config struct {
 	Groups *Groups `json:"groups,omitempty"`
 }
 
+// Groups selects the source consumer groups whose committed offsets are translated to
+// the target (group checkpoints) and says how often.
+type Groups struct {
+	// Include lists regular expressions; a source consumer group is translated when its
+	// whole name matches one of them.
+	Include []string `json:"include"`
+	// Exclude lists regular expressions that win over Include. The mirror's own
+	// consumerGroup is never translated.
+	Exclude []string `json:"exclude,omitempty"`
+	// SyncInterval is how often the groups' offsets are translated and committed to the
+	// target. Default 30s.
+	SyncInterval Duration `json:"syncInterval,omitempty"`
+}
+
 // Producer tunes the producer that writes to the target.
 type Producer struct {
 	// MaxMessageBytes replaces, for every target topic, the size limit of one record
