@@ -60,9 +60,10 @@ const (
 	offsetSyncVersion = 1
 	// offsetSyncValueBytes is the encoded value: version, source, target, previous.
 	offsetSyncValueBytes = 1 + 3*8
-	// maxOffsetSyncsPerPartition bounds the syncs a store keeps per partition; the
-	// oldest half goes when it is reached.
-	maxOffsetSyncsPerPartition = 1 << 14
+	// maxOffsetSyncsPerPartition bounds the syncs a store keeps per partition (24 KiB):
+	// when it is reached, every other sync of the older half goes, so the store keeps
+	// recent offsets precise and old ones translatable, coarser (see thin).
+	maxOffsetSyncsPerPartition = 1024
 	// offsetSyncCloseLimit bounds the last flush of the writer when the engine stops.
 	offsetSyncCloseLimit = 5 * time.Second
 )
@@ -373,9 +374,25 @@ func (st *offsetSyncStore) add(tp partitionKey, s OffsetSync) {
 		list = list[:len(list)-1]
 	}
 	if len(list) >= maxOffsetSyncsPerPartition {
-		list = append(list[:0], list[len(list)/2:]...)
+		list = thin(list)
 	}
 	st.syncs[tp] = append(list, s)
+}
+
+// thin drops every other sync of the older half of list, in place. The syncs left
+// there no longer follow each other (their Previous no longer matches), so offsets
+// between them translate to the safe side: never skipping, repeating at most the
+// records between two kept syncs. Repeated thinning spaces old syncs further and
+// further apart, as MirrorMaker 2's offset sync store does.
+func thin(list []OffsetSync) []OffsetSync {
+	half := len(list) / 2
+	n := 0
+	for i := 0; i < half; i += 2 {
+		list[n] = list[i]
+		n++
+	}
+	n += copy(list[n:], list[half:])
+	return list[:n]
 }
 
 // translateOffset returns the target offset from which a consumer reads every record

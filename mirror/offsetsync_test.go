@@ -132,3 +132,40 @@ func BenchmarkOffsetSyncObserve(b *testing.B) {
 		}
 	}
 }
+
+// TestOffsetSyncStoreThinsOldSyncs fills a partition's store far past its bound: it
+// stays bounded, recent offsets stay exact, and every old offset still translates
+// without skipping a record (to at most its exact target offset).
+func TestOffsetSyncStoreThinsOldSyncs(t *testing.T) {
+	st := newOffsetSyncStore("x")
+	tp := partitionKey{"t", 0}
+	// Every 4th source offset filtered: a sync at each run start (3 records per run).
+	const runs = 20 * maxOffsetSyncsPerPartition
+	prev := int64(-1)
+	for r := int64(0); r < runs; r++ {
+		s := OffsetSync{SourceOffset: 4*r + 1, TargetOffset: 3 * r, Previous: prev}
+		st.add(tp, s)
+		prev = s.SourceOffset
+	}
+	syncs := st.syncs[tp]
+	if len(syncs) > maxOffsetSyncsPerPartition {
+		t.Fatalf("store holds %d syncs, bound %d", len(syncs), maxOffsetSyncsPerPartition)
+	}
+	exactTarget := func(c int64) int64 { // first mirrored record at or after c
+		r := c / 4
+		if c%4 == 0 {
+			return 3 * r // c filtered: the run starting at c+1
+		}
+		return 3*r + c%4 - 1
+	}
+	for c := syncs[0].SourceOffset; c < 4*runs; c += 7 {
+		got, exact, ok := translateOffset(syncs, c)
+		if !ok || got > exactTarget(c) || (exact && got != exactTarget(c)) {
+			t.Fatalf("offset %d translated to %d (exact %v, ok %v), exact target %d", c, got, exact, ok, exactTarget(c))
+		}
+	}
+	recent := int64(4*(runs-2) + 2) // inside the last run followed by a sync
+	if got, exact, _ := translateOffset(syncs, recent); !exact || got != exactTarget(recent) {
+		t.Fatalf("recent offset %d translated to %d (exact %v), want %d exactly", recent, got, exact, exactTarget(recent))
+	}
+}
