@@ -133,6 +133,28 @@ func targetMembers(t *testing.T, cl *kfake.Cluster, group string) int {
 	return len(d[0].Members)
 }
 
+// waitForCheckpoint waits until the target group holds the translation of every
+// partition the source group committed, as the offset syncs written so far give it: the
+// engine's checkpoints caught up with the syncs of the records mirrored.
+func waitForCheckpoint(t *testing.T, cfg *config.Config, group string, partitions int) {
+	t.Helper()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		tr, err := TranslateGroup(context.Background(), cfg, group, false)
+		if err != nil {
+			return err
+		}
+		if len(tr.Partitions) != partitions {
+			return fmt.Errorf("%d partitions translated, want %d", len(tr.Partitions), partitions)
+		}
+		for _, pt := range tr.Partitions {
+			if pt.TargetOffset < 0 || pt.TargetOffset != pt.TargetCommitted {
+				return fmt.Errorf("partition %d translates to %d, the target group holds %d", pt.Partition, pt.TargetOffset, pt.TargetCommitted)
+			}
+		}
+		return nil
+	})
+}
+
 // TestGroupCheckpointsFailover is issue 13's failover test. A source application group
 // reads part of a topic written in transactions (aborted ones and markers leave offset
 // gaps) and commits; the mirror runs with a 25% filter and translates the group. While
@@ -201,9 +223,7 @@ func TestGroupCheckpointsFailover(t *testing.T) {
 
 	memberClosed = true
 	member.Close()
-	testutil.WaitFor(t, 30*time.Second, "the translated offsets to be committed once the member left", func() bool {
-		return groupStats().PartitionsCommitted >= partitions
-	})
+	waitForCheckpoint(t, cfg, group, partitions)
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -274,5 +294,75 @@ func TestGroupCheckpointsFailover(t *testing.T) {
 	t.Logf("moved group read %d records from %v; missing %d, duplicates %d", len(readAfter[0])+len(readAfter[1]), targetCommitted, missing, duplicates)
 	if missing != 0 || duplicates != 0 {
 		t.Fatalf("missing %d, duplicates %d: want 0 and 0 (an exact translation repeats nothing)", missing, duplicates)
+	}
+}
+
+// TestCheckpointAfterCrashSkipsNothing crashes the mirror (Abort: acked records not
+// committed, so the restarted mirror writes them again, later on the target) while
+// offset syncs are being written, and restarts it with more records to mirror. The translation of the source
+// group's offset must still skip nothing: a consumer moved to the target reads every
+// record after the source group's position; the records it reads twice are counted and
+// bounded by what the first run mirrored.
+func TestCheckpointAfterCrashSkipsNothing(t *testing.T) {
+	const (
+		partitions   = 2
+		perPartition = 400
+		group        = "app"
+	)
+	c := newClusters(t, partitions)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, perPartition)
+	appSeen := consumeAndCommit(t, c.source, group, perPartition)
+	cfg := c.testConfig(t, func(cfg *config.Config) {
+		cfg.Groups = &config.Groups{Include: []string{group}, SyncInterval: config.Duration{Duration: 300 * time.Millisecond}}
+	})
+
+	first := startEngine(t, cfg, testLogger(t))
+	testutil.WaitFor(t, 30*time.Second, "a third of the records mirrored", func() bool {
+		return first.e.Stats().Records >= partitions*perPartition/3
+	})
+	first.e.Abort()
+	if err := first.wait(t, stopCeiling(testDrainTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	firstRecords := first.e.Stats().Records
+	<-first.e.Closed()
+	w.produce(t, c.source, perPartition/2)
+
+	second := startEngine(t, cfg, testLogger(t))
+	testutil.WaitFor(t, 60*time.Second, "the restarted mirror to catch up", func() bool {
+		s := second.e.Stats()
+		return s.Lag == 0 && s.InFlight == 0 && s.Records+firstRecords >= int64(w.total())
+	})
+	waitForCheckpoint(t, cfg, group, partitions)
+	if err := second.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	targetCommitted := testutil.CommittedOffsets(t, c.target.ListenAddrs(), group, testTopic, partitions)
+	got := readTarget(t, c.target, testTopic, w.total(), time.Second, 30*time.Second)
+	missing, duplicates := 0, 0
+	for p := int32(0); p < partitions; p++ {
+		read := map[int]int{}
+		for _, r := range got[p] {
+			if r.Offset < targetCommitted[p] {
+				continue
+			}
+			_, i := recordID(t, r)
+			read[i]++
+			if read[i] > 1 || appSeen[p][i] {
+				duplicates++
+			}
+		}
+		for i := 0; i < w.next[p]; i++ {
+			if !appSeen[p][i] && read[i] == 0 {
+				missing++
+				t.Errorf("partition %d: record %d was after the source group's position and is not after the translated offset %d", p, i, targetCommitted[p])
+			}
+		}
+	}
+	t.Logf("first run mirrored %d records before the crash; target holds %d, %d; moved group starts at %v: missing %d, duplicates %d",
+		firstRecords, len(got[0]), len(got[1]), targetCommitted, missing, duplicates)
+	if missing != 0 || int64(duplicates) > firstRecords {
+		t.Fatalf("missing %d, duplicates %d: want none missing and at most the %d records of the first run again", missing, duplicates, firstRecords)
 	}
 }
