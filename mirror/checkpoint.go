@@ -101,7 +101,7 @@ func (tr *translator) translate(ctx context.Context, group string, commit bool) 
 	if resp == nil {
 		return gt, nil
 	}
-	ends := map[string][]int32{}
+	targetParts := map[string][]int32{}
 	for topic, parts := range resp.Blocks {
 		if !tr.sel.Matches(topic) {
 			continue
@@ -116,7 +116,7 @@ func (tr *translator) translate(ctx context.Context, group string, commit bool) 
 				pt.TargetOffset, pt.Exact = to, exact
 			}
 			gt.Partitions = append(gt.Partitions, pt)
-			ends[pt.TargetTopic] = append(ends[pt.TargetTopic], p)
+			targetParts[pt.TargetTopic] = append(targetParts[pt.TargetTopic], p)
 		}
 	}
 	sort.Slice(gt.Partitions, func(i, j int) bool {
@@ -138,7 +138,7 @@ func (tr *translator) translate(ctx context.Context, group string, commit bool) 
 			}
 		}
 	}
-	if err := tr.readTargetGroup(gt, ends); err != nil {
+	if err := tr.readTargetGroup(gt, targetParts); err != nil {
 		return gt, err
 	}
 	if commit {
@@ -401,7 +401,13 @@ func (c *groupCheckpointer) record(gt *GroupTranslation) {
 		}
 		if pt.Skipped == skipBackwards {
 			backwards++
-			c.log.Info("Left a target group partition alone: it is further than the translated offset",
+			// Consumers that moved and stopped leave their group further than the
+			// translation every round: said once at info, then at debug level.
+			log := c.log.V(1)
+			if s.SkippedBackwards == 0 {
+				log = c.log
+			}
+			log.Info("Left a target group partition alone: it is further than the translated offset",
 				"group", gt.Group, "targetTopic", pt.TargetTopic, "partition", pt.Partition,
 				"targetCommitted", pt.TargetCommitted, "translated", pt.TargetOffset, "sourceOffset", pt.SourceOffset)
 		}

@@ -295,6 +295,22 @@ func TestGroupCheckpointsFailover(t *testing.T) {
 	if missing != 0 || duplicates != 0 {
 		t.Fatalf("missing %d, duplicates %d: want 0 and 0 (an exact translation repeats nothing)", missing, duplicates)
 	}
+
+	// The moved consumers commit their progress on the target and stop: a translation
+	// of the (stale) source group must not move them back.
+	if err := moved.CommitUncommittedOffsets(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	moved.Close()
+	after, err := TranslateGroup(context.Background(), cfg, group, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pt := range after.Partitions {
+		if pt.Committed || pt.Skipped != skipBackwards || pt.TargetCommitted != ends[pt.Partition] {
+			t.Fatalf("translation %+v after the moved group committed %v: want it left alone (skipped: %s)", pt, ends, skipBackwards)
+		}
+	}
 }
 
 // TestCheckpointAfterCrashSkipsNothing crashes the mirror (Abort: acked records not
