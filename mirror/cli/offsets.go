@@ -18,7 +18,11 @@ func NewOffsetsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "offsets",
 		Short: "Translate consumer-group offsets from the source to the target cluster",
-		Args:  cobra.NoArgs,
+		Long: `offsets holds the tools for moving consumer groups to the target cluster
+(docs/failover.md). They read the offset syncs a mirror writes to the target when its
+config sets groups.`,
+		Example: `  kafka-mirror offsets translate --config mirror.yaml --group payments-app`,
+		Args:    cobra.NoArgs,
 	}
 	cmd.AddCommand(newTranslateCommand())
 	return cmd
