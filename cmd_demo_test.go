@@ -98,6 +98,8 @@ func TestDemo(t *testing.T) {
 		"Target topic orders.us followed: 5 partitions",
 		"in sync  orders.eu 6/6, orders.us 5/5, payments 4/4",
 		"orders.tmp.scratch not on the target",
+		"The mirror committed group orders-app's translated offsets to the target",
+		"(0 skipped)",
 		"PASSED: nothing lost",
 	} {
 		if !strings.Contains(text, want) {
@@ -168,6 +170,10 @@ func TestDemoResultErr(t *testing.T) {
 		"partitions": {
 			result:  demo.Result{Audit: audit.Report{Total: good}, Topics: []demo.TopicResult{{Source: "orders.us", SourcePartitions: 5, TargetPartitions: 3}}, ExpectedFiltered: 10},
 			wantErr: "topic orders.us has 5 partitions on the source and 3 on the target",
+		},
+		"failover skipped records": {
+			result:  demo.Result{Audit: audit.Report{Total: good}, Topics: inSync, ExpectedFiltered: 10, Failover: &demo.FailoverResult{Expected: 50, Skipped: 3}},
+			wantErr: "group orders-app skipped 3 records when it moved to the target",
 		},
 		"out of order": {
 			result:  demo.Result{Audit: audit.Report{Total: func() audit.PartitionReport { p := good; p.OutOfOrder = 1; return p }()}, Topics: inSync, ExpectedFiltered: 10},

@@ -368,6 +368,7 @@ func defaultValues() map[string]string {
 		Topics:            config.Topics{Rename: &config.Rename{}},
 		Handlers:          []config.HandlerSpec{{CEL: &config.CELHandler{Transform: &config.CELTransform{}}}},
 		RebalanceListener: &config.PluginSpec{},
+		Groups:            &config.Groups{},
 	}
 	c.Default()
 	out := map[string]string{}
@@ -519,14 +520,17 @@ func TestREADMEListsMakeTargets(t *testing.T) {
 // TestREADMEMetricsMatchTheEngine checks that the README's metrics table lists exactly
 // the kafka_mirror_* metrics the engine defines.
 func TestREADMEMetricsMatchTheEngine(t *testing.T) {
-	src, err := os.ReadFile("mirror/metrics.go")
-	if err != nil {
-		t.Fatalf("reading the engine's metrics: %v", err)
-	}
 	name := regexp.MustCompile(`kafka_mirror_[a-z_]+`)
 	inCode := map[string]bool{}
-	for _, n := range name.FindAllString(string(src), -1) {
-		inCode[n] = true
+	// The group checkpoint metrics are defined next to the checkpoints.
+	for _, file := range []string{"mirror/metrics.go", "mirror/checkpoint.go"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("reading the engine's metrics: %v", err)
+		}
+		for _, n := range name.FindAllString(string(src), -1) {
+			inCode[n] = true
+		}
 	}
 	inREADME := map[string]bool{}
 	for _, m := range regexp.MustCompile("(?m)^\\| `(kafka_mirror_[a-z_]+)` \\|").FindAllStringSubmatch(readREADME(t), -1) {

@@ -117,6 +117,20 @@ func TestRenderConfig(t *testing.T) {
 				}
 			},
 		},
+		"groups map to the config's groups": {
+			mirror: newMirror(func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Groups = &v1alpha1.GroupsSpec{Include: []string{"app-.*"}, Exclude: []string{"app-tmp"}, SyncInterval: &metav1.Duration{Duration: 10 * time.Second}}
+			}),
+			check: func(t *testing.T, c *config.Config) {
+				want := &config.Groups{Include: []string{"app-.*"}, Exclude: []string{"app-tmp"}, SyncInterval: config.Duration{Duration: 10 * time.Second}}
+				if !reflect.DeepEqual(c.Groups, want) {
+					t.Fatalf("rendered groups %+v, want %+v", c.Groups, want)
+				}
+				if err := c.Validate(); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
 		"secrets become file paths the pods mount": {
 			mirror: newMirror(withSecrets),
 			check: func(t *testing.T, c *config.Config) {

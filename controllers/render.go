@@ -73,6 +73,12 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 	if l := s.RebalanceListener; l != nil {
 		c.RebalanceListener = &config.PluginSpec{Name: l.Name, Args: l.Args}
 	}
+	if g := s.Groups; g != nil {
+		c.Groups = &config.Groups{Include: g.Include, Exclude: g.Exclude}
+		if g.SyncInterval != nil {
+			c.Groups.SyncInterval.Duration = g.SyncInterval.Duration
+		}
+	}
 	c.Default()
 	return c
 }

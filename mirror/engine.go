@@ -41,6 +41,10 @@ type Engine struct {
 
 	// sender owns the producers, their acks, the size limits and the byte budget.
 	sender *sender
+	// syncs writes offset syncs and checkpoints translates group offsets; both nil
+	// when groups is unset.
+	syncs       *offsetSyncWriter
+	checkpoints *groupCheckpointer
 	// Set by Run once connected.
 	keeper   *progressKeeper
 	caughtUp *caughtUp
@@ -122,6 +126,11 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 	}
 	if err := e.metrics.register(reg, &e.parts, e.sender.budget); err != nil {
 		return nil, fmt.Errorf("while registering metrics: %w", err)
+	}
+	if cfg.GroupsEnabled() {
+		if err := e.newCheckpoints(reg); err != nil {
+			return nil, err
+		}
 	}
 
 	cc, err := kafka.ConsumerConfig(cfg, e.kafkaOpts...)
@@ -227,6 +236,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	producerOpen = true
+	stopSyncs := e.startCheckpoints(bgCtx, conns, bg.Go)
+	defer stopSyncs(time.Now(), true)
 	bg.Go(func() error { tl.run(bgCtx); return nil })
 	bg.Go(func() error { e.logProgress(bgCtx); return nil })
 	// The delivery watch runs until Run returns, not only while the streams run: the
@@ -282,6 +293,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !waitUntil(deadline, acksDone) {
 		e.log.Info("Stopped waiting for the target to ack the records in flight; they are not committed and will be mirrored again after a restart")
 	}
+	stopSyncs(deadline, e.aborted.Load())
 	// The keeper's last write needs the target admin, so it ends before the clients close.
 	e.life.awaitKeeper(keeperDone, keeperDeadline)
 	// sarama's Broker.Close takes the broker's lock, which a request waiting for a free

@@ -43,6 +43,9 @@ type partitionState struct {
 	age     prometheus.Observer
 	latency prometheus.Observer
 
+	// syncs is the partition's offset sync state on the ack path (offsetSyncWriter).
+	syncs partitionSyncs
+
 	// tracker and claim are those of the current or, once released, the last
 	// assignment, so Stats still shows how far it got; assigned tells which.
 	mu       sync.Mutex

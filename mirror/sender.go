@@ -44,6 +44,9 @@ type sender struct {
 
 	outPool sync.Pool
 
+	// syncs records where acked records landed (offset syncs); nil when groups is unset.
+	syncs *offsetSyncWriter
+
 	sendErrors atomic.Int64
 	// resent counts records sent again alone after their batch was refused as too large.
 	resent atomic.Int64
@@ -186,6 +189,9 @@ func (s *sender) acked(o *outMsg) {
 	p.latency.Observe(now.Sub(o.readAt).Seconds())
 	if !o.sourceTime.IsZero() {
 		p.age.Observe(max(now.Sub(o.sourceTime).Seconds(), 0))
+	}
+	if s.syncs != nil {
+		s.syncs.observe(p, o.tracker, o.sourceOffset, o.msg.Offset)
 	}
 	o.tracker.Ack(o.ticket)
 	s.budget.release(o.budgeted)

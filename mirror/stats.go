@@ -37,6 +37,11 @@ type Stats struct {
 	// Partitions holds one entry per source partition this process has owned, sorted by
 	// topic and partition.
 	Partitions []PartitionStats
+	// Groups holds one entry per source consumer group checkpointed (groups), sorted by name.
+	Groups []GroupStats
+	// OffsetSyncs counts offset syncs handed to the target; OffsetSyncsDropped those
+	// dropped because the writer was behind (translation falls back to the safe side).
+	OffsetSyncs, OffsetSyncsDropped int64
 }
 
 // PartitionStats is one source partition's progress.
@@ -81,6 +86,10 @@ func (e *Engine) Stats() Stats {
 	}
 	s.InFlightBytes, s.InFlightBytesPeak = e.sender.budget.usage()
 	s.MaxInFlightBytes = e.sender.budget.limit
+	s.Groups = e.checkpoints.snapshot()
+	if e.syncs != nil {
+		s.OffsetSyncs, s.OffsetSyncsDropped = e.syncs.written.Load(), e.syncs.dropped.Load()
+	}
 	for _, p := range e.parts.all() {
 		ps := p.snapshot()
 		s.Records += ps.Records

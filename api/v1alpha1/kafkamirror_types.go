@@ -55,6 +55,8 @@ type KafkaMirrorList struct {
 //
 // +kubebuilder:validation:XValidation:rule="!self.source.bootstrapServers.exists(s, self.target.bootstrapServers.exists(t, s.lowerAscii() == t.lowerAscii())) || (has(self.topics.rename) && ((has(self.topics.rename.prefix) && size(self.topics.rename.prefix) > 0) || (has(self.topics.rename.template) && size(self.topics.rename.template) > 0 && self.topics.rename.template != '{topic}')))",message="source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads (a mirror loop); set topics.rename.prefix or topics.rename.template"
 // +kubebuilder:validation:XValidation:rule="has(self.consumerGroup) == has(oldSelf.consumerGroup) && (!has(self.consumerGroup) || self.consumerGroup == oldSelf.consumerGroup)",message="consumerGroup is immutable: it cannot be set, changed or removed after creation, because the mirror's committed offsets live in that group"
+// +kubebuilder:validation:XValidation:rule="!has(self.groups) || !has(self.partitioning) || self.partitioning == 'preserve'",message="groups (consumer-group offset translation) needs partitioning: preserve; hash and roundRobin move records to other partitions, so source offsets have no target offsets"
+// +kubebuilder:validation:XValidation:rule="!has(self.groups) || !has(self.handlers) || self.handlers.all(h, !has(h.name) || size(h.name) == 0)",message="groups (consumer-group offset translation) needs one target record per source record; a named handler may fan a record out"
 type KafkaMirrorSpec struct {
 	// source is the cluster records are read from.
 	// +required
@@ -187,6 +189,16 @@ type KafkaMirrorSpec struct {
 	// +optional
 	Producer *ProducerSpec `json:"producer,omitempty"`
 
+	// groups turns on consumer-group offset translation, so consumers can fail over to
+	// the target: the engine records where source records landed on the target (in the
+	// compacted topic __kafka-mirror.offset-syncs.<consumerGroup> there), translates the
+	// committed offsets of the matching source consumer groups and commits them to the
+	// groups of the same name on the target, only while those have no active members and
+	// never backwards. Needs partitioning preserve and no named handler. Default: unset,
+	// no translation.
+	// +optional
+	Groups *GroupsSpec `json:"groups,omitempty"`
+
 	// pod customises the mirror pods: image, resources and scheduling.
 	// +optional
 	Pod MirrorPodSpec `json:"pod,omitempty"`
@@ -201,6 +213,34 @@ type KafkaMirrorSpec struct {
 	// and PodDisruptionBudget (spec.pod.labels and annotations go on the pods).
 	// +optional
 	ChildMetadata *ChildMetadata `json:"childMetadata,omitempty"`
+}
+
+// GroupsSpec selects the source consumer groups whose offsets are translated to the
+// target.
+type GroupsSpec struct {
+	// include lists regular expressions; a source consumer group is translated when its
+	// whole name matches one of them.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=512
+	Include []string `json:"include"`
+
+	// exclude lists regular expressions that win over include. The mirror's own
+	// consumerGroup is never translated.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=512
+	Exclude []string `json:"exclude,omitempty"`
+
+	// syncInterval is how often the groups' offsets are translated and committed to the
+	// target, as a duration string. Default 30s.
+	// +optional
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1s')",message="groups.syncInterval must be a duration of at least 1s, such as 30s"
+	SyncInterval *metav1.Duration `json:"syncInterval,omitempty"`
 }
 
 // ProducerSpec tunes the producer that writes to the target.

@@ -108,6 +108,34 @@ func Rejected() map[string]Case {
 			Field:   "spec.partitioning",
 			Message: `Unsupported value: "sticky": supported values: "preserve", "hash", "roundRobin"`,
 		},
+		"groups with hash partitioning": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Partitioning = "hash"
+				m.Spec.Groups = &v1alpha1.GroupsSpec{Include: []string{"app"}}
+			},
+			Field:   "spec",
+			Message: "groups (consumer-group offset translation) needs partitioning: preserve",
+		},
+		"groups with a named handler": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Handlers = []v1alpha1.HandlerSpec{{Name: "fanout"}}
+				m.Spec.Groups = &v1alpha1.GroupsSpec{Include: []string{"app"}}
+			},
+			Field:   "spec",
+			Message: "groups (consumer-group offset translation) needs one target record per source record; a named handler may fan a record out",
+		},
+		"groups without include": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Groups = &v1alpha1.GroupsSpec{Include: []string{}} },
+			Field:   "spec.groups.include",
+			Message: "should have at least 1 items",
+		},
+		"groups syncInterval below 1s": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Groups = &v1alpha1.GroupsSpec{Include: []string{"app"}, SyncInterval: &metav1.Duration{Duration: 100 * 1e6}}
+			},
+			Field:   "spec.groups.syncInterval",
+			Message: "groups.syncInterval must be a duration of at least 1s, such as 30s",
+		},
 		"SASL without a Secret": {
 			Mutate:  func(m *v1alpha1.KafkaMirror) { sasl(m).PasswordSecretRef = nil },
 			Field:   "spec.source.sasl",

@@ -90,6 +90,8 @@ type Result struct {
 	Kills int
 	// Elapsed is the demo's wall time up to the report.
 	Elapsed time.Duration
+	// Failover is what the failover scene found (nil when it did not run).
+	Failover *FailoverResult
 }
 
 // TopicResult is one mirrored topic's partition counts at the end.
@@ -132,6 +134,9 @@ func (r *Result) Err() error {
 	if r.ExcludedOnTarget {
 		problems = append(problems, fmt.Sprintf("excluded topic %s was created on the target", topicScratch))
 	}
+	if f := r.Failover; f != nil && f.Skipped > 0 {
+		problems = append(problems, fmt.Sprintf("group %s skipped %d records when it moved to the target", appGroup, f.Skipped))
+	}
 	if len(problems) == 0 {
 		return nil
 	}
@@ -157,8 +162,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		d.startEngine,
 		d.mirrorWhileFaultsHappen,
 		d.waitUntilCaughtUp,
+		d.appReadsAndMirrorTranslates,
 		d.stopEngine,
 		d.verify,
+		d.appMovesToTarget,
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -287,6 +294,7 @@ func (d *demo) mirrorConfig() *config.Config {
 		TopicSyncInterval:    config.Duration{Duration: 2 * time.Second},
 		Handlers:             []config.HandlerSpec{{CEL: &config.CELHandler{Filter: celFilter}}},
 		Metrics:              config.Metrics{Address: d.metricsAddr},
+		Groups:               &config.Groups{Include: []string{appGroup}, SyncInterval: config.Duration{Duration: groupSyncInterval}},
 	}
 	cfg.Default()
 	return cfg
@@ -699,6 +707,11 @@ func (d *demo) printReport() {
 		excluded = "WRONGLY created on the target"
 	}
 	fmt.Fprintf(&b, "  %-16s %10s  %s %s\n", "excluded topic", "", topicScratch, excluded)
+	if f := r.Failover; f != nil {
+		fmt.Fprintf(&b, "  %-16s %10s  group %s moved to the target: read %s of the %s records after its source position (%s skipped), %s read again from before it, %s extra copies\n",
+			"failover", count(int64(f.Read)), appGroup, count(int64(f.Expected-f.Skipped)), count(int64(f.Expected)), count(int64(f.Skipped)),
+			count(int64(f.Repeated)), count(int64(f.Copies)))
+	}
 	if err := r.Err(); err != nil {
 		fmt.Fprintf(&b, "\nFAILED: %v\n", err)
 	} else {

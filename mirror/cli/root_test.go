@@ -29,8 +29,8 @@ func kafkaMirror(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// TestRootCommand checks the engine's CLI as a team's image gets it from Main: run,
-// validate and version with help and examples the CLI accepts, the logging flags on
+// TestRootCommand checks the engine's CLI as a team's image gets it from Main: offsets,
+// run, validate and version with help and examples the CLI accepts, the logging flags on
 // every subcommand, and extra subcommands added next to them.
 func TestRootCommand(t *testing.T) {
 	extra := &cobra.Command{Use: "extra", Short: "an extra command", RunE: func(*cobra.Command, []string) error { return nil }}
@@ -52,7 +52,7 @@ func TestRootCommand(t *testing.T) {
 			}
 		}
 	}
-	if want := "extra run validate version"; strings.Join(got, " ") != want {
+	if want := "extra offsets run validate version"; strings.Join(got, " ") != want {
 		t.Errorf("subcommands = %q, want %q", got, want)
 	}
 }

@@ -87,6 +87,7 @@ func (c *Config) Default() {
 	if c.Metrics.Address == "" {
 		c.Metrics.Address = DefaultMetricsAddress
 	}
+	c.defaultGroups()
 	for i := range c.Handlers {
 		if h := c.Handlers[i].CEL; h != nil && h.OnError == "" {
 			h.OnError = OnErrorFail

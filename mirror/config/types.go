@@ -73,6 +73,25 @@ type Config struct {
 	RebalanceListener *PluginSpec `json:"rebalanceListener,omitempty"`
 	// Metrics configures the HTTP endpoint serving /metrics, /healthz and /readyz.
 	Metrics Metrics `json:"metrics,omitempty"`
+	// Groups turns on consumer-group offset translation: the committed offsets of the
+	// matching source groups are translated to target offsets and committed to the
+	// groups of the same name on the target while those have no active members, so
+	// their consumers can fail over. Default: unset, no translation.
+	Groups *Groups `json:"groups,omitempty"`
+}
+
+// Groups selects the source consumer groups whose committed offsets are translated to
+// the target (group checkpoints) and says how often.
+type Groups struct {
+	// Include lists regular expressions; a source consumer group is translated when its
+	// whole name matches one of them.
+	Include []string `json:"include"`
+	// Exclude lists regular expressions that win over Include. The mirror's own
+	// consumerGroup is never translated.
+	Exclude []string `json:"exclude,omitempty"`
+	// SyncInterval is how often the groups' offsets are translated and committed to the
+	// target. Default 30s.
+	SyncInterval Duration `json:"syncInterval,omitempty"`
 }
 
 // Producer tunes the producer that writes to the target.

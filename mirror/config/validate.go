@@ -101,6 +101,7 @@ func (c *Config) ValidateFields(root *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(root.Child("metrics", "address"), a, "must be host:port or :port (\"0\" turns the endpoint off)"))
 		}
 	}
+	errs = append(errs, c.validateGroups(root)...)
 	if c.Source.sameAs(c.Target) && c.Topics.Rename.isIdentity() {
 		errs = append(errs, field.Invalid(root.Child("target", "bootstrapServers"), c.Target.BootstrapServers,
 			"source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads"))

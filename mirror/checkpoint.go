@@ -1,0 +1,540 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
+)
+
+// Group checkpoints: the committed offsets of source consumer groups, translated to
+// target offsets through the offset syncs (offsetsync.go) and committed to the groups
+// of the same name on the target, so that their consumers can move to the target and
+// go on where they were, skipping nothing.
+//
+// A target group is written only while it has no members (its consumers have not
+// moved yet, or have all left): a live group is never moved. A translated offset below
+// the target group's committed offset is not written (the consumers that moved are
+// further already); it is logged and counted.
+
+// groupCheckpointLimit bounds one round of translations, so a cluster that does not
+// answer delays the next round instead of holding it forever.
+const groupCheckpointLimit = time.Minute
+
+// PartitionTranslation is the translation of one source partition's committed offset.
+type PartitionTranslation struct {
+	// Topic and Partition name the source partition; TargetTopic is its target topic
+	// (renamed by topics.rename), same partition number.
+	Topic       string
+	Partition   int32
+	TargetTopic string
+	// SourceOffset is the source group's committed offset (the next record to read).
+	SourceOffset int64
+	// TargetOffset is where a consumer of the target topic reads every record at or
+	// after SourceOffset; -1 when no offset sync is at or below SourceOffset yet.
+	TargetOffset int64
+	// Exact reports that no record before SourceOffset is read again from TargetOffset.
+	// When false, the records between the last offset sync and SourceOffset (at most
+	// offsetSyncEveryRecords, or what the mirror acked in offsetSyncInterval) are read twice.
+	Exact bool
+	// TargetEnd is the target partition's end offset; Lag is TargetEnd - TargetOffset
+	// (-1 when unknown).
+	TargetEnd, Lag int64
+	// TargetCommitted is the target group's committed offset, -1 when it has none.
+	TargetCommitted int64
+	// Committed reports that TargetOffset was committed to the target group.
+	Committed bool
+	// Skipped says why TargetOffset was not committed ("" when it was, or when no
+	// commit was asked).
+	Skipped string
+}
+
+// GroupTranslation is the translation of one source group.
+type GroupTranslation struct {
+	// Group is the source group and the target group of the same name.
+	Group string
+	// ActiveMembers is the number of members of the target group; while it is not 0
+	// nothing is committed.
+	ActiveMembers int
+	// Partitions are sorted by topic and partition.
+	Partitions []PartitionTranslation
+}
+
+// translator translates source group offsets through the offset syncs it has read.
+type translator struct {
+	cfg         *config.Config
+	sel         *topics.Selector
+	sourceAdmin sarama.ClusterAdmin
+	targetAdmin sarama.ClusterAdmin
+	target      sarama.Client
+	store       *offsetSyncStore
+	log         logr.Logger
+}
+
+func newTranslator(cfg *config.Config, sel *topics.Selector, c *connections, log logr.Logger) *translator {
+	return &translator{cfg: cfg, sel: sel, sourceAdmin: c.sourceAdmin, targetAdmin: c.targetAdmin, target: c.targetMeta,
+		store: newOffsetSyncStore(OffsetSyncTopic(cfg.ConsumerGroup)), log: log}
+}
+
+// translate reads the new offset syncs and translates group's committed offsets of
+// the mirrored topics. With commit, it then commits them to the target group (see
+// commit).
+func (tr *translator) translate(ctx context.Context, group string, commit bool) (*GroupTranslation, error) {
+	if err := readOffsetSyncs(ctx, tr.target, tr.store, tr.log); err != nil {
+		return nil, err
+	}
+	resp, err := listOffsets(tr.sourceAdmin, group, nil)
+	if err != nil {
+		return nil, fmt.Errorf("while reading the offsets of source group %q: %w", group, err)
+	}
+	gt := &GroupTranslation{Group: group}
+	if resp == nil {
+		return gt, nil
+	}
+	targetParts := map[string][]int32{}
+	for topic, parts := range resp.Blocks {
+		if !tr.sel.Matches(topic) {
+			continue
+		}
+		for p, b := range parts {
+			if !errors.Is(b.Err, sarama.ErrNoError) || b.Offset < 0 {
+				continue
+			}
+			pt := PartitionTranslation{Topic: topic, Partition: p, TargetTopic: tr.sel.TargetName(topic),
+				SourceOffset: b.Offset, TargetOffset: -1, TargetCommitted: -1, TargetEnd: -1, Lag: -1}
+			if to, exact, ok := translateOffset(tr.store.syncs[partitionKey{topic, p}], b.Offset); ok {
+				pt.TargetOffset, pt.Exact = to, exact
+			}
+			gt.Partitions = append(gt.Partitions, pt)
+			targetParts[pt.TargetTopic] = append(targetParts[pt.TargetTopic], p)
+		}
+	}
+	sort.Slice(gt.Partitions, func(i, j int) bool {
+		a, b := gt.Partitions[i], gt.Partitions[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	if len(gt.Partitions) == 0 {
+		return gt, nil
+	}
+	for i := range gt.Partitions {
+		pt := &gt.Partitions[i]
+		if end, err := tr.target.GetOffset(pt.TargetTopic, pt.Partition, sarama.OffsetNewest); err == nil {
+			pt.TargetEnd = end
+			if pt.TargetOffset >= 0 {
+				pt.Lag = max(end-pt.TargetOffset, 0)
+			}
+		}
+	}
+	if err := tr.readTargetGroup(gt, targetParts); err != nil {
+		return gt, err
+	}
+	if commit {
+		return gt, tr.commit(gt)
+	}
+	return gt, nil
+}
+
+// readTargetGroup fills in the target group's members and committed offsets.
+func (tr *translator) readTargetGroup(gt *GroupTranslation, partitions map[string][]int32) error {
+	desc, err := tr.targetAdmin.DescribeConsumerGroups([]string{gt.Group})
+	if err != nil {
+		return fmt.Errorf("while describing group %q on the target cluster: %w", gt.Group, err)
+	}
+	for _, d := range desc {
+		if d.GroupId == gt.Group {
+			gt.ActiveMembers = len(d.Members)
+		}
+	}
+	resp, err := listOffsets(tr.targetAdmin, gt.Group, partitions)
+	if err != nil {
+		return fmt.Errorf("while reading the offsets of group %q on the target cluster: %w", gt.Group, err)
+	}
+	for i := range gt.Partitions {
+		pt := &gt.Partitions[i]
+		if b := blockOf(resp, pt.TargetTopic, pt.Partition); b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 {
+			pt.TargetCommitted = b.Offset
+		}
+	}
+	return nil
+}
+
+// Reasons a translated offset is not committed.
+const (
+	skipActive    = "the target group has active members"
+	skipNoSync    = "no offset sync at or below the source offset yet"
+	skipBackwards = "the target group is further already"
+	skipSame      = "the target group is there already"
+)
+
+// commit commits gt's translated offsets to the target group while it has no active
+// members, never moving a partition backwards. Kafka itself refuses a commit without a
+// generation to a group that has members (a consumer that joined meanwhile), so a
+// group that comes alive between the check and the commit is not moved either.
+func (tr *translator) commit(gt *GroupTranslation) error {
+	req := sarama.NewOffsetCommitRequest(tr.target.Config(), gt.Group)
+	var todo []*PartitionTranslation
+	for i := range gt.Partitions {
+		pt := &gt.Partitions[i]
+		switch {
+		case gt.ActiveMembers > 0:
+			pt.Skipped = skipActive
+		case pt.TargetOffset < 0:
+			pt.Skipped = skipNoSync
+		case pt.TargetCommitted > pt.TargetOffset:
+			pt.Skipped = skipBackwards
+		case pt.TargetCommitted == pt.TargetOffset:
+			pt.Skipped = skipSame
+		default:
+			req.AddBlockWithLeaderEpoch(pt.TargetTopic, pt.Partition, pt.TargetOffset, -1, 0,
+				fmt.Sprintf("kafka-mirror translation of %s/%d offset %d", pt.Topic, pt.Partition, pt.SourceOffset))
+			todo = append(todo, pt)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	coordinator, err := tr.target.Coordinator(gt.Group)
+	if err != nil {
+		return fmt.Errorf("while finding the coordinator of group %q on the target cluster: %w", gt.Group, err)
+	}
+	resp, err := coordinator.CommitOffset(req)
+	if err != nil {
+		_ = tr.target.RefreshCoordinator(gt.Group)
+		return fmt.Errorf("while committing to group %q on the target cluster: %w", gt.Group, err)
+	}
+	var errs []error
+	for _, pt := range todo {
+		kerr := sarama.ErrIncompleteResponse
+		if ps, ok := resp.Errors[pt.TargetTopic]; ok {
+			if e, ok := ps[pt.Partition]; ok {
+				kerr = e
+			}
+		}
+		switch {
+		case errors.Is(kerr, sarama.ErrNoError):
+			pt.Committed = true
+		case errors.Is(kerr, sarama.ErrUnknownMemberId) || errors.Is(kerr, sarama.ErrIllegalGeneration) || errors.Is(kerr, sarama.ErrRebalanceInProgress):
+			pt.Skipped = skipActive
+		default:
+			errs = append(errs, fmt.Errorf("%s/%d: %w", pt.TargetTopic, pt.Partition, kerr))
+		}
+	}
+	if len(errs) > 0 {
+		_ = tr.target.RefreshCoordinator(gt.Group)
+		return fmt.Errorf("while committing to group %q on the target cluster: %w", gt.Group, errors.Join(errs...))
+	}
+	return nil
+}
+
+// TranslateGroup connects to both clusters of cfg, reads the offset syncs the mirror
+// wrote and translates the committed offsets of source group group for the mirrored
+// topics. With commit it commits them to the target group of the same name, under the
+// same guard as the engine's checkpoints: not while that group has members, never
+// backwards. It is what `kafka-mirror offsets translate` runs.
+func TranslateGroup(ctx context.Context, cfg *config.Config, group string, commit bool, opts ...Option) (*GroupTranslation, error) {
+	o := options{log: logr.Discard()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := cfg.TranslationRefused(nil); err != nil {
+		return nil, err
+	}
+	sel, err := topics.NewSelector(cfg.Topics)
+	if err != nil {
+		return nil, err
+	}
+	conns, err := newLifecycle(cfg, o.log, o.kafkaOpts, 0).connect()
+	if err != nil {
+		return nil, err
+	}
+	defer conns.close()
+	topic := OffsetSyncTopic(cfg.ConsumerGroup)
+	if _, err := conns.targetMeta.Partitions(topic); err != nil {
+		return nil, fmt.Errorf("while looking for offset sync topic %q on the target cluster (the mirror writes it when groups is set): %w", topic, err)
+	}
+	return newTranslator(cfg, sel, conns, o.log).translate(ctx, group, commit)
+}
+
+// groupCheckpointer translates the matching source groups every groups.syncInterval
+// (see the comment at the top).
+type groupCheckpointer struct {
+	tr      *translator
+	include []*regexp.Regexp
+	exclude []*regexp.Regexp
+	own     map[string]bool
+	every   time.Duration
+	log     logr.Logger
+	metrics *checkpointMetrics
+
+	mu    sync.Mutex
+	stats map[string]GroupStats
+}
+
+// GroupStats is the state of one source group's checkpoints.
+type GroupStats struct {
+	// Group is the source group (and the target group of the same name).
+	Group string
+	// PartitionsTranslated is the number of partitions translated in the last round.
+	PartitionsTranslated int
+	// PartitionsCommitted counts partitions committed to the target group, all rounds.
+	PartitionsCommitted int64
+	// SkippedActive counts rounds that left the target group alone because it had members.
+	SkippedActive int64
+	// SkippedBackwards counts partitions not moved back (the target group was further).
+	SkippedBackwards int64
+	// LastCheckpoint is when the group was last translated without an error.
+	LastCheckpoint time.Time
+}
+
+func compileGroupPatterns(patterns []string) ([]*regexp.Regexp, error) {
+	out := make([]*regexp.Regexp, 0, len(patterns))
+	for _, p := range patterns {
+		re, err := regexp.Compile("^(?:" + p + ")$")
+		if err != nil {
+			return nil, fmt.Errorf("while compiling group expression %q: %w", p, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+func newGroupCheckpointer(cfg *config.Config, m *checkpointMetrics, log logr.Logger) (*groupCheckpointer, error) {
+	include, err := compileGroupPatterns(cfg.Groups.Include)
+	if err != nil {
+		return nil, err
+	}
+	exclude, err := compileGroupPatterns(cfg.Groups.Exclude)
+	if err != nil {
+		return nil, err
+	}
+	return &groupCheckpointer{include: include, exclude: exclude,
+		own:   map[string]bool{cfg.ConsumerGroup: true, ProgressGroup(cfg.ConsumerGroup): true},
+		every: cfg.Groups.SyncInterval.Duration, log: log.WithName("checkpoints"), metrics: m, stats: map[string]GroupStats{}}, nil
+}
+
+func (c *groupCheckpointer) matches(group string) bool {
+	if c.own[group] {
+		return false
+	}
+	for _, re := range c.exclude {
+		if re.MatchString(group) {
+			return false
+		}
+	}
+	for _, re := range c.include {
+		if re.MatchString(group) {
+			return true
+		}
+	}
+	return false
+}
+
+// run translates every interval until ctx ends.
+func (c *groupCheckpointer) run(ctx context.Context) {
+	t := time.NewTicker(c.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(ctx, groupCheckpointLimit)
+			c.round(rctx)
+			cancel()
+		}
+	}
+}
+
+// round translates and commits every matching source group once.
+func (c *groupCheckpointer) round(ctx context.Context) {
+	groups, err := c.tr.sourceAdmin.ListConsumerGroups()
+	if err != nil {
+		c.log.Error(err, "Failed to list the source consumer groups; retrying next round")
+		return
+	}
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		if c.matches(g) {
+			names = append(names, g)
+		}
+	}
+	sort.Strings(names)
+	for _, g := range names {
+		if ctx.Err() != nil {
+			return
+		}
+		gt, err := c.tr.translate(ctx, g, true)
+		if err != nil {
+			c.log.Error(err, "Failed to checkpoint a consumer group; retrying next round", "group", g)
+			continue
+		}
+		c.record(gt)
+	}
+}
+
+func (c *groupCheckpointer) record(gt *GroupTranslation) {
+	c.mu.Lock()
+	s := c.stats[gt.Group]
+	s.Group = gt.Group
+	s.PartitionsTranslated = 0
+	s.LastCheckpoint = time.Now()
+	committed, backwards := 0, 0
+	for _, pt := range gt.Partitions {
+		if pt.TargetOffset >= 0 {
+			s.PartitionsTranslated++
+		}
+		if pt.Committed {
+			committed++
+		}
+		if pt.Skipped == skipBackwards {
+			backwards++
+			// Consumers that moved and stopped leave their group further than the
+			// translation every round: said once at info, then at debug level.
+			log := c.log.V(1)
+			if s.SkippedBackwards == 0 {
+				log = c.log
+			}
+			log.Info("Left a target group partition alone: it is further than the translated offset",
+				"group", gt.Group, "targetTopic", pt.TargetTopic, "partition", pt.Partition,
+				"targetCommitted", pt.TargetCommitted, "translated", pt.TargetOffset, "sourceOffset", pt.SourceOffset)
+		}
+	}
+	s.PartitionsCommitted += int64(committed)
+	s.SkippedBackwards += int64(backwards)
+	if gt.ActiveMembers > 0 {
+		s.SkippedActive++
+		if s.SkippedActive == 1 {
+			c.log.Info("Left a target group alone: it has active members", "group", gt.Group, "members", gt.ActiveMembers)
+		}
+	}
+	c.stats[gt.Group] = s
+	c.mu.Unlock()
+	if committed > 0 {
+		c.log.V(1).Info("Committed translated offsets to the target group", "group", gt.Group, "partitions", committed)
+	}
+	c.metrics.observe(gt, committed, backwards)
+}
+
+// snapshot returns the groups' stats sorted by name.
+func (c *groupCheckpointer) snapshot() []GroupStats {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]GroupStats, 0, len(c.stats))
+	for _, s := range c.stats {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out
+}
+
+// checkpointMetrics are the per-group checkpoint metrics.
+type checkpointMetrics struct {
+	translated *prometheus.GaugeVec
+	last       *prometheus.GaugeVec
+	committed  *prometheus.CounterVec
+	backwards  *prometheus.CounterVec
+	active     *prometheus.CounterVec
+}
+
+func newCheckpointMetrics() *checkpointMetrics {
+	return &checkpointMetrics{
+		translated: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kafka_mirror_group_partitions_translated",
+			Help: "Partitions of a source consumer group whose committed offset was translated in the last checkpoint."}, []string{"group"}),
+		last: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kafka_mirror_group_last_checkpoint_timestamp_seconds",
+			Help: "When a source consumer group was last checkpointed (Unix time); its age is time() minus this."}, []string{"group"}),
+		committed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafka_mirror_group_offsets_committed_total",
+			Help: "Translated partition offsets committed to the target group."}, []string{"group"}),
+		backwards: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafka_mirror_group_offsets_not_moved_back_total",
+			Help: "Translated partition offsets not committed because the target group was further already."}, []string{"group"}),
+		active: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafka_mirror_group_checkpoints_skipped_active_total",
+			Help: "Checkpoints not committed because the target group had active members."}, []string{"group"}),
+	}
+}
+
+func (m *checkpointMetrics) register(r prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.translated, m.last, m.committed, m.backwards, m.active} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *checkpointMetrics) observe(gt *GroupTranslation, committed, backwards int) {
+	n := 0
+	for _, pt := range gt.Partitions {
+		if pt.TargetOffset >= 0 {
+			n++
+		}
+	}
+	m.translated.WithLabelValues(gt.Group).Set(float64(n))
+	m.last.WithLabelValues(gt.Group).SetToCurrentTime()
+	m.committed.WithLabelValues(gt.Group).Add(float64(committed))
+	m.backwards.WithLabelValues(gt.Group).Add(float64(backwards))
+	if gt.ActiveMembers > 0 {
+		m.active.WithLabelValues(gt.Group).Inc()
+	}
+}
+
+// newCheckpoints builds the offset sync writer and the group checkpointer of a config
+// with groups set, and registers the checkpoint metrics.
+func (e *Engine) newCheckpoints(reg prometheus.Registerer) error {
+	if err := e.cfg.TranslationRefused(nil); err != nil {
+		return err
+	}
+	m := newCheckpointMetrics()
+	if err := m.register(reg); err != nil {
+		return fmt.Errorf("while registering checkpoint metrics: %w", err)
+	}
+	c, err := newGroupCheckpointer(e.cfg, m, e.log)
+	if err != nil {
+		return err
+	}
+	e.checkpoints = c
+	e.syncs = newOffsetSyncWriter(e.cfg, e.log, &e.parts)
+	e.sender.syncs = e.syncs
+	return nil
+}
+
+// startCheckpoints starts the offset sync writer and the group checkpointer when
+// groups is set. stop ends the writer after its last flush; the checkpointer runs on
+// bg under ctx.
+func (e *Engine) startCheckpoints(ctx context.Context, conns *connections, run func(func() error)) (stop func(deadline time.Time, aborted bool)) {
+	if e.syncs == nil {
+		return func(time.Time, bool) {}
+	}
+	stopCh, abortCh := make(chan struct{}), make(chan struct{})
+	done := e.syncs.start(e.cfg, e.kafkaOpts, conns.targetAdmin, stopCh, abortCh)
+	if e.checkpoints != nil {
+		e.checkpoints.tr = newTranslator(e.cfg, e.sel, conns, e.log)
+		run(func() error { e.checkpoints.run(ctx); return nil })
+	}
+	var once sync.Once
+	return func(deadline time.Time, aborted bool) {
+		once.Do(func() {
+			if aborted {
+				close(abortCh)
+			}
+			close(stopCh)
+			if !waitUntil(deadline, done) {
+				e.log.Info("Stopped waiting for the last offset syncs to be written")
+			}
+		})
+	}
+}
