@@ -18,6 +18,7 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
 // Offset syncs: where source records landed on the target.
@@ -336,20 +337,15 @@ func offsetSyncProducerConfig(cfg *config.Config, opts []kafka.Option) (*sarama.
 	return sc, sc.Validate()
 }
 
-// ensureOffsetSyncTopic creates the sync topic (compacted, one partition, the
-// target's default replication factor) when it does not exist.
+// ensureOffsetSyncTopic makes sure the sync topic exists, compacted (only the latest
+// sync of each partition matters) with one partition, replicated like the mirror's other
+// internal topics.
 func ensureOffsetSyncTopic(admin sarama.ClusterAdmin, topic string) error {
-	compact := "compact"
-	err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: -1,
-		ConfigEntries: map[string]*string{"cleanup.policy": &compact}}, false)
-	if err == nil || errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return nil
+	_, err := topics.EnsureTopic(admin, topic, topics.TopicSpec{Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+	if err != nil {
+		return fmt.Errorf("while creating offset sync topic %q on the target cluster: %w", topic, err)
 	}
-	var te *sarama.TopicError
-	if errors.As(err, &te) && errors.Is(te.Err, sarama.ErrTopicAlreadyExists) {
-		return nil
-	}
-	return fmt.Errorf("while creating offset sync topic %q on the target cluster: %w", topic, err)
+	return nil
 }
 
 // offsetSyncStore holds the syncs read from the sync topic, per source partition,
