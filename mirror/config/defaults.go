@@ -13,6 +13,8 @@ const (
 	DefaultTopicSyncInterval       = 30 * time.Second
 	DefaultMaxInFlightPerPartition = 10000
 	DefaultMetricsAddress          = ":8080"
+	DefaultProvenanceHeader        = "kafka-mirror-provenance"
+	DefaultProvenanceMaxHops       = 10
 )
 
 // Default fills every unset field with its default value. It is idempotent and leaves
@@ -58,6 +60,14 @@ func (c *Config) Default() {
 	}
 	if c.Metrics.Address == "" {
 		c.Metrics.Address = DefaultMetricsAddress
+	}
+	if p := c.Provenance; p != nil && p.Enabled {
+		if p.Header == "" {
+			p.Header = DefaultProvenanceHeader
+		}
+		if p.MaxHops == 0 {
+			p.MaxHops = DefaultProvenanceMaxHops
+		}
 	}
 	for i := range c.Handlers {
 		if h := c.Handlers[i].CEL; h != nil && h.OnError == "" {

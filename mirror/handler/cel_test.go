@@ -39,6 +39,13 @@ func celChain(t testing.TB, spec config.CELHandler, opts ...ChainOption) Handler
 	return h
 }
 
+// withProvenance adds the engine's provenance header with value path to a record.
+func withProvenance(path string) func(*Record) {
+	return func(r *Record) {
+		r.Headers = append(r.Headers, Header{Key: "kafka-mirror-provenance", Value: []byte(path)})
+	}
+}
+
 func TestCELFilter(t *testing.T) {
 	tests := map[string]struct {
 		filter string
@@ -55,26 +62,32 @@ func TestCELFilter(t *testing.T) {
 		"header iteration":              {filter: "record.headers.all(k, k in ['skip', 'trace'])", keep: true},
 		"header value as string":        {filter: "string(record.headers.trace).startsWith('ab')", keep: true},
 		"key as string":                 {filter: "string(record.key) == 'k1'", keep: true},
-		"null key is not set":           {filter: "has(record.key)", record: func(r *Record) { r.Key = nil }, keep: false},
-		"null key reads as empty":       {filter: "record.key == b''", record: func(r *Record) { r.Key = nil }, keep: true},
-		"empty key is set":              {filter: "has(record.key)", record: func(r *Record) { r.Key = []byte{} }, keep: true},
-		"tombstone dropped":             {filter: "has(record.value)", record: func(r *Record) { r.Value = nil }, keep: false},
-		"non-tombstone kept":            {filter: "has(record.value)", keep: true},
-		"binary value":                  {filter: "record.value == b'\\x00\\xff' && base64.encode(record.value) == 'AP8='", record: func(r *Record) { r.Value = []byte{0, 0xff} }, keep: true},
-		"binary value size":             {filter: "record.value.size() == 2", record: func(r *Record) { r.Value = []byte{0, 0xff} }, keep: true},
-		"JSON string field":             {filter: "json(record.value).region == 'eu'", keep: true},
-		"JSON string field mismatch":    {filter: "json(record.value).region == 'us'", keep: false},
-		"JSON integer is an int":        {filter: "json(record.value).id == 12345 && type(json(record.value).id) == int", keep: true},
-		"JSON fraction is a double":     {filter: "json(record.value).amount > 10 && type(json(record.value).amount) == double", keep: true},
-		"JSON nested list":              {filter: "json(record.value).items.exists(i, i.sku == 'b')", keep: true},
-		"JSON optional field":           {filter: "has(json(record.value).coupon)", keep: false},
-		"JSON from a string":            {filter: "json('[1,2]').size() == 2", keep: true},
-		"cel.bind parses once":          {filter: "cel.bind(v, json(record.value), v.region == 'eu' && v.id > 0)", keep: true},
-		"metadata":                      {filter: "record.topic == 'orders' && record.partition == 3 && record.offset == 42", keep: true},
-		"timestamp":                     {filter: "record.timestamp == timestamp('2026-01-02T03:04:05Z')", keep: true},
-		"string extensions":             {filter: "record.topic.upperAscii() == 'ORDERS'", keep: true},
-		"regex on topic":                {filter: "record.topic.matches('^ord')", keep: true},
-		"record through dyn":            {filter: "dyn(record).topic == 'orders'", keep: true},
+		// The engine's loop prevention (provenance) header, as a handler sees it: the
+		// clusters a record was mirrored from, comma-separated, oldest first.
+		"provenance: only local records": {filter: "!('kafka-mirror-provenance' in record.headers)", record: withProvenance("dc1"), keep: false},
+		"provenance: a local record":     {filter: "!('kafka-mirror-provenance' in record.headers)", keep: true},
+		"provenance: origin":             {filter: "string(record.headers['kafka-mirror-provenance']).split(',')[0] == 'dc1'", record: withProvenance("dc1,dc2"), keep: true},
+		"provenance: hop count":          {filter: "string(record.headers['kafka-mirror-provenance']).split(',').size() < 2", record: withProvenance("dc1,dc2"), keep: false},
+		"null key is not set":            {filter: "has(record.key)", record: func(r *Record) { r.Key = nil }, keep: false},
+		"null key reads as empty":        {filter: "record.key == b''", record: func(r *Record) { r.Key = nil }, keep: true},
+		"empty key is set":               {filter: "has(record.key)", record: func(r *Record) { r.Key = []byte{} }, keep: true},
+		"tombstone dropped":              {filter: "has(record.value)", record: func(r *Record) { r.Value = nil }, keep: false},
+		"non-tombstone kept":             {filter: "has(record.value)", keep: true},
+		"binary value":                   {filter: "record.value == b'\\x00\\xff' && base64.encode(record.value) == 'AP8='", record: func(r *Record) { r.Value = []byte{0, 0xff} }, keep: true},
+		"binary value size":              {filter: "record.value.size() == 2", record: func(r *Record) { r.Value = []byte{0, 0xff} }, keep: true},
+		"JSON string field":              {filter: "json(record.value).region == 'eu'", keep: true},
+		"JSON string field mismatch":     {filter: "json(record.value).region == 'us'", keep: false},
+		"JSON integer is an int":         {filter: "json(record.value).id == 12345 && type(json(record.value).id) == int", keep: true},
+		"JSON fraction is a double":      {filter: "json(record.value).amount > 10 && type(json(record.value).amount) == double", keep: true},
+		"JSON nested list":               {filter: "json(record.value).items.exists(i, i.sku == 'b')", keep: true},
+		"JSON optional field":            {filter: "has(json(record.value).coupon)", keep: false},
+		"JSON from a string":             {filter: "json('[1,2]').size() == 2", keep: true},
+		"cel.bind parses once":           {filter: "cel.bind(v, json(record.value), v.region == 'eu' && v.id > 0)", keep: true},
+		"metadata":                       {filter: "record.topic == 'orders' && record.partition == 3 && record.offset == 42", keep: true},
+		"timestamp":                      {filter: "record.timestamp == timestamp('2026-01-02T03:04:05Z')", keep: true},
+		"string extensions":              {filter: "record.topic.upperAscii() == 'ORDERS'", keep: true},
+		"regex on topic":                 {filter: "record.topic.matches('^ord')", keep: true},
+		"record through dyn":             {filter: "dyn(record).topic == 'orders'", keep: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
