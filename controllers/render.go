@@ -64,6 +64,10 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 	if l := s.RebalanceListener; l != nil {
 		c.RebalanceListener = &config.PluginSpec{Name: l.Name, Args: l.Args}
 	}
+	if p := s.Provenance; p != nil {
+		c.Provenance = &config.Provenance{Enabled: p.Enabled, Header: p.Header, MaxHops: int(p.MaxHops),
+			Strip: p.Strip, SourceName: p.SourceName, TargetName: p.TargetName}
+	}
 	c.Default()
 	return c
 }

@@ -163,6 +163,10 @@ func (cl *Cluster) validate(p *field.Path) field.ErrorList {
 	return errs
 }
 
+// SameClusterAs reports whether cl and o name the same cluster: they share a bootstrap
+// server (compared without case).
+func (cl Cluster) SameClusterAs(o Cluster) bool { return cl.sameAs(o) }
+
 func (cl Cluster) sameAs(o Cluster) bool {
 	if len(cl.BootstrapServers) == 0 || len(o.BootstrapServers) == 0 {
 		return false
