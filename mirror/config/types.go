@@ -87,7 +87,7 @@ type Provenance struct {
 	// Header is the name of the provenance header. Default kafka-mirror-provenance.
 	Header string `json:"header,omitempty"`
 	// MaxHops is the most mirrors a record may pass through: a record that already
-	// went through MaxHops mirrors is dropped. Default 10.
+	// went through that many is dropped. Default 10.
 	MaxHops int `json:"maxHops,omitempty"`
 	// Strip leaves the header off the target's records (incoming records are still
 	// checked). Only for a mirror whose target is not mirrored onwards: a record
