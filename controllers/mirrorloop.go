@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
@@ -40,48 +39,27 @@ func (r *KafkaMirrorReconciler) checkMirrorLoop(ctx context.Context, m *v1alpha1
 
 // findMirrorLoop returns a *mirrorLoopError when one of others mirrors m's target back
 // into m's source and some topic comes back under the name it left with, unless both
-// have spec.provenance.enabled (then the engines drop the records that come back).
-//
-// Which topics both select is known only for names: the topics in both mirrors'
-// status (what their topic syncs found) and include patterns that are plain names. Two
-// mirrors whose regular expressions overlap only on topics neither has seen yet are not
-// caught here; their engines still cannot loop once provenance is on, which the error
-// asks for.
+// have spec.provenance.enabled (then the engines drop the records that come back). The
+// topics tried are those of both mirrors' status (what their topic syncs found) and the
+// include patterns that are plain names (topics.LoopTopic): two mirrors whose regular
+// expressions overlap only on topics neither has seen yet are caught once the topic
+// sync lists one.
 func findMirrorLoop(m *v1alpha1.KafkaMirror, cfg *config.Config, others []v1alpha1.KafkaMirror) *mirrorLoopError {
-	sel, err := topics.NewSelector(cfg.Topics)
-	if err != nil {
-		return nil // validate reports it
-	}
 	for i := range others {
 		o := &others[i]
 		if o.Namespace == m.Namespace && o.Name == m.Name {
 			continue
 		}
-		ocfg := RenderConfig(o)
-		if !cfg.Source.SameClusterAs(ocfg.Target) || !cfg.Target.SameClusterAs(ocfg.Source) {
-			continue
-		}
-		if cfg.ProvenanceEnabled() && ocfg.ProvenanceEnabled() {
-			continue
-		}
-		osel, err := topics.NewSelector(ocfg.Topics)
-		if err != nil {
-			continue
-		}
-		for _, t := range loopCandidates(m, o, osel) {
-			back := sel.TargetName(t)
-			if sel.Matches(t) && osel.Matches(back) && osel.TargetName(back) == t {
-				return &mirrorLoopError{peer: o.Namespace + "/" + o.Name, topic: t}
-			}
+		if t, ok := topics.LoopTopic(cfg, RenderConfig(o), statusTopics(m, o)...); ok {
+			return &mirrorLoopError{peer: o.Namespace + "/" + o.Name, topic: t}
 		}
 	}
 	return nil
 }
 
-// loopCandidates lists source topic names of m that may come back through o: the
-// topics of m's status, the targets of o's status, and the include patterns of both
-// that are plain names (o's mapped to m's side by o's rename).
-func loopCandidates(m, o *v1alpha1.KafkaMirror, osel *topics.Selector) []string {
+// statusTopics lists the source topics of m and the target topics of o that their
+// statuses show.
+func statusTopics(m, o *v1alpha1.KafkaMirror) []string {
 	var names []string
 	if ts := m.Status.Topics; ts != nil {
 		for _, it := range ts.Items {
@@ -91,16 +69,6 @@ func loopCandidates(m, o *v1alpha1.KafkaMirror, osel *topics.Selector) []string 
 	if ts := o.Status.Topics; ts != nil {
 		for _, it := range ts.Items {
 			names = append(names, it.Target)
-		}
-	}
-	for _, p := range m.Spec.Topics.Include {
-		if regexp.QuoteMeta(p) == p {
-			names = append(names, p)
-		}
-	}
-	for _, p := range o.Spec.Topics.Include {
-		if regexp.QuoteMeta(p) == p {
-			names = append(names, osel.TargetName(p))
 		}
 	}
 	return names
