@@ -95,7 +95,7 @@ func (p *provenance) resolve(cfg *config.Provenance, source, target sarama.Clien
 		return err
 	}
 	if sid == tid {
-		return fmt.Errorf("while setting up provenance: the source and the target cluster both have the id %q, so records cannot be told apart by their provenance; set provenance.sourceName and provenance.targetName", sid)
+		return fmt.Errorf("while setting up provenance: the source and the target cluster both have the id %q, so a record's provenance cannot tell them apart (are they the same cluster?)", sid)
 	}
 	p.sourceID, p.targetID = []byte(sid), []byte(tid)
 	return nil

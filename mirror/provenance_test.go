@@ -288,6 +288,9 @@ func TestProvenanceHopsAndStrip(t *testing.T) {
 			if s.LoopFromTarget != 2 || s.LoopOverHops != 1 || s.Filtered != tc.filtered {
 				t.Fatalf("dropped %d from the target, %d over maxHops, filtered %d; want 2, 1 and %d", s.LoopFromTarget, s.LoopOverHops, s.Filtered, tc.filtered)
 			}
+			if got := loopDroppedMetric(t, r.e); got[loopReasonFromTarget] != 2 || got[loopReasonMaxHops] != 1 {
+				t.Fatalf("%s = %v, want fromTarget 2 and maxHops 1", metricLoopDropped, got)
+			}
 			if err := r.stop(t); err != nil {
 				t.Fatal(err)
 			}
@@ -315,5 +318,44 @@ func produceProvenance(t *testing.T, cl *kfake.Cluster, inputs []provenanceInput
 		if err := client.ProduceSync(context.Background(), r).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// loopDroppedMetric sums metricLoopDropped by its reason label.
+func loopDroppedMetric(t *testing.T, e *Engine) map[string]float64 {
+	t.Helper()
+	mfs, err := e.gatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != metricLoopDropped {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestProvenanceRefusesClustersWithOneID: when source and target report the same
+// cluster id (here two kfake clusters with the default id), provenance could not tell
+// them apart, so Run stops at start with an error saying so, having mirrored nothing.
+func TestProvenanceRefusesClustersWithOneID(t *testing.T) {
+	c := newClusters(t, 1)
+	producePlain(t, c.source, testTopic, 1, 10)
+	r := startEngine(t, c.testConfig(t, withProvenance("same-id", nil)), testLogger(t))
+	err := r.wait(t, 30*time.Second)
+	if err == nil || !strings.Contains(err.Error(), `both have the id "kfake"`) {
+		t.Fatalf("Run = %v, want an error naming the shared cluster id", err)
+	}
+	if n := r.e.Stats().Records; n != 0 {
+		t.Fatalf("mirrored %d records, want 0", n)
 	}
 }
