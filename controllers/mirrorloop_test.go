@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,6 +119,9 @@ func TestFindMirrorLoop(t *testing.T) {
 	}
 }
 
+// mirrorLoopRuns numbers the runs of TestMirrorLoopStalls in one process.
+var mirrorLoopRuns atomic.Int32
+
 // TestMirrorLoopStalls: a KafkaMirror that mirrors another's target back into its source
 // under the same names stalls both with MirrorLoop (no Deployment for the new one), and
 // turning provenance on in both clears it without any other change.
@@ -125,9 +130,17 @@ func TestMirrorLoopStalls(t *testing.T) {
 	t.Parallel()
 	const ns = "t-invalid"
 	const topic = "mirrorloop-only"
-	create(t, testMirror(ns, "loop-ab", topic))
-	create(t, testMirror(ns, "loop-ba", topic, func(m *v1alpha1.KafkaMirror) { m.Spec.Source, m.Spec.Target = m.Spec.Target, m.Spec.Source }))
-	for _, name := range []string{"loop-ab", "loop-ba"} {
+	// Names of their own per run, so that the test can run again against the same API
+	// server (envtest has no garbage collector to remove the Deployments).
+	run := mirrorLoopRuns.Add(1)
+	abName, baName := fmt.Sprintf("loop-ab-%d", run), fmt.Sprintf("loop-ba-%d", run)
+	ab := testMirror(ns, abName, topic)
+	ba := testMirror(ns, baName, topic, func(m *v1alpha1.KafkaMirror) { m.Spec.Source, m.Spec.Target = m.Spec.Target, m.Spec.Source })
+	for _, m := range []*v1alpha1.KafkaMirror{ab, ba} {
+		create(t, m)
+		t.Cleanup(func() { _ = env.client.Delete(context.Background(), m) })
+	}
+	for _, name := range []string{abName, baName} {
 		m, c := waitCondition(t, ns, name, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonMirrorLoop)
 		if !strings.Contains(c.Message, "spec.provenance.enabled") || !strings.Contains(c.Message, topic) {
 			t.Fatalf("%s: Stalled message %q does not name spec.provenance.enabled and the topic", name, c.Message)
@@ -135,10 +148,10 @@ func TestMirrorLoopStalls(t *testing.T) {
 		expect(t, name+" observedGeneration", m.Status.ObservedGeneration, m.Generation)
 		waitCondition(t, ns, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMirrorLoop)
 	}
-	if err := get(&appsv1.Deployment{}, ns, "loop-ba-mirror"); err == nil {
+	if err := get(&appsv1.Deployment{}, ns, baName+"-mirror"); err == nil {
 		t.Fatal("a Deployment exists for the mirror that closes the loop")
 	}
-	for _, name := range []string{"loop-ab", "loop-ba"} {
+	for _, name := range []string{abName, baName} {
 		testutil.Eventually(t, 90*time.Second, func() error {
 			m := &v1alpha1.KafkaMirror{}
 			if err := get(m, ns, name); err != nil {
@@ -148,7 +161,7 @@ func TestMirrorLoopStalls(t *testing.T) {
 			return env.client.Update(context.Background(), m)
 		})
 	}
-	for _, name := range []string{"loop-ab", "loop-ba"} {
+	for _, name := range []string{abName, baName} {
 		waitCondition(t, ns, name, v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonReconciled)
 		testutil.Eventually(t, 90*time.Second, func() error { return get(&appsv1.Deployment{}, ns, name+"-mirror") })
 	}
