@@ -19,6 +19,8 @@ type demoOptions struct {
 	rate        int
 	duration    time.Duration
 	keepRunning bool
+	// activeActive plays the active-active scene instead (demo.RunActiveActive).
+	activeActive bool
 }
 
 func newDemoCommand() *cobra.Command {
@@ -41,7 +43,12 @@ is killed with SIGKILL (no drain, no final commit) and restarted. At the end the
 is stopped with SIGTERM and an independent reader audits the target against every record
 the source acknowledged: produced, mirrored, filtered, lost, duplicated, out of order,
 partition counts. The command exits non-zero if any record was lost or any other promise
-was broken. Ctrl-C stops everything cleanly at any time.`,
+was broken. Ctrl-C stops everything cleanly at any time.
+
+With --active-active it plays another scene: clusters dc1 and dc2 both hold the topic
+orders, two engines mirror dc1 -> dc2 and dc2 -> dc1 under the same name with loop
+prevention (provenance) on, both clusters are written at once, and each is audited by
+record id: its own records and its peer's, each exactly once, none looped back.`,
 		Example: `  # The quick start (also: make demo), about 30 seconds
   kafka-mirror demo
 
@@ -49,7 +56,10 @@ was broken. Ctrl-C stops everything cleanly at any time.`,
   kafka-mirror demo --rate 2000 --duration 60s
 
   # Leave both clusters up afterwards and point your own client at them
-  kafka-mirror demo --keep-running`,
+  kafka-mirror demo --keep-running
+
+  # Two clusters mirroring the same topic into each other, without loops
+  kafka-mirror demo --active-active`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			records, err := o.recordCount(cmd.Flags().Changed("records"))
@@ -61,6 +71,19 @@ was broken. Ctrl-C stops everything cleanly at any time.`,
 				return fmt.Errorf("while locating the kafka-mirror binary to run the engine: %w", err)
 			}
 			out := cmd.OutOrStdout()
+			if o.activeActive {
+				res, err := demo.RunActiveActive(cmd.Context(), demo.Options{
+					Records: records, Rate: o.rate, Out: out,
+					Engine: func(args ...string) *exec.Cmd { return exec.Command(self, args...) },
+				})
+				if err != nil {
+					if cmd.Context().Err() != nil {
+						return errors.New("interrupted: the engines were stopped and the clusters shut down")
+					}
+					return fmt.Errorf("the demo could not finish: %w", err)
+				}
+				return res.Err()
+			}
 			// Redraw in place only where the cursor can move; a pipe or a dumb
 			// terminal gets one plain line per interval.
 			tty := out == os.Stdout && term.IsTerminal(int(os.Stdout.Fd())) && os.Getenv("TERM") != "dumb"
@@ -91,7 +114,9 @@ was broken. Ctrl-C stops everything cleanly at any time.`,
 	f.IntVar(&o.rate, "rate", demo.DefaultRate, "records per second over all partitions (0: as fast as possible)")
 	f.DurationVar(&o.duration, "duration", 0, "produce for this long at --rate instead of a fixed --records")
 	f.BoolVar(&o.keepRunning, "keep-running", false, "after the report, keep the clusters up, print their addresses and wait for Ctrl-C")
+	f.BoolVar(&o.activeActive, "active-active", false, "play the active-active scene: two clusters mirror the same topic into each other with loop prevention, both written at once")
 	cmd.MarkFlagsMutuallyExclusive("records", "duration")
+	cmd.MarkFlagsMutuallyExclusive("active-active", "keep-running")
 	return cmd
 }
 

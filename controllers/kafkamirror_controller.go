@@ -51,9 +51,10 @@ type KafkaMirrorReconciler struct {
 
 // Reconcile runs the steps for one KafkaMirror (none while it carries
 // kafkamirror.io/reconcile: disabled): validate -> check the bootstrap servers
-// against the allow-list -> read Secrets -> sync topics -> write children -> status (in
+// against the allow-list -> look for a mirror loop with another KafkaMirror -> read Secrets -> sync topics -> write children -> status (in
 // a defer, once). A spec error or a refused bootstrap server stalls the
-// KafkaMirror and is not retried; an unreachable cluster or missing Secret still writes
+// KafkaMirror and is not retried (a mirror loop is looked at again every
+// topicSyncInterval, as the other mirror may change); an unreachable cluster or missing Secret still writes
 // the children, is reported in status and retried with backoff. Every reconcile is
 // requeued after topicSyncInterval to find new topics and partition expansion.
 func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
@@ -79,6 +80,16 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if obs.config, obs.invalid = validate(m); obs.invalid == nil {
 		obs.invalid = checkReach(m, r.AllowedBootstrapServers)
+	}
+	if obs.invalid == nil {
+		var err error
+		if obs.invalid, err = r.checkMirrorLoop(ctx, m, obs.config); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if isMirrorLoop(obs.invalid) {
+		// A change to the other mirror can end the loop: look again later.
+		return ctrl.Result{RequeueAfter: obs.config.TopicSyncInterval.Duration}, nil
 	}
 	if obs.invalid != nil {
 		// The running Deployment keeps its last good config until the spec is fixed.

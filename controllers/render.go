@@ -79,6 +79,10 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 			c.Groups.SyncInterval.Duration = g.SyncInterval.Duration
 		}
 	}
+	if p := s.Provenance; p != nil {
+		c.Provenance = &config.Provenance{Enabled: p.Enabled, Header: p.Header, MaxHops: int(p.MaxHops),
+			Strip: p.Strip, SourceName: p.SourceName, TargetName: p.TargetName}
+	}
 	c.Default()
 	return c
 }

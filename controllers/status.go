@@ -81,6 +81,9 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 		if errors.As(obs.invalid, &notAllowed) {
 			reason = v1alpha1.ReasonBootstrapServerNotAllowed
 		}
+		if isMirrorLoop(obs.invalid) {
+			reason = v1alpha1.ReasonMirrorLoop
+		}
 		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "the spec must be fixed first; see the Stalled condition")
 		set(v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, reason, msg)
@@ -242,6 +245,7 @@ func (r *KafkaMirrorReconciler) finalizeStatus(ctx context.Context, m *v1alpha1.
 var warningReasons = map[string]bool{
 	v1alpha1.ReasonInvalidSpec:               true,
 	v1alpha1.ReasonBootstrapServerNotAllowed: true,
+	v1alpha1.ReasonMirrorLoop:                true,
 	v1alpha1.ReasonSecretNotFound:            true,
 	v1alpha1.ReasonSourceUnreachable:         true,
 	v1alpha1.ReasonTargetUnreachable:         true,

@@ -154,6 +154,18 @@ func (c *claimState) mirrorRecord(ctx context.Context, m *sarama.ConsumerMessage
 		return err
 	}
 	now := time.Now()
+	// The provenance is judged on the record as read, before the handler chain, and
+	// stamped on every record the chain leaves.
+	pv := c.e.provenance
+	var stamp []byte
+	if pv != nil {
+		var why dropReason
+		if stamp, why = pv.check(m.Headers); why != dropNone {
+			c.part.dropped(why)
+			c.tracker.Add(m.Offset, 0)
+			return nil
+		}
+	}
 	if c.e.passThrough {
 		if err := c.awaitTarget(ctx, c.target, m.Partition); err != nil {
 			return err
@@ -164,7 +176,12 @@ func (c *claimState) mirrorRecord(ctx context.Context, m *sarama.ConsumerMessage
 		o.msg.Timestamp = m.Timestamp
 		o.setKeyValue(m.Key, m.Value)
 		for _, h := range m.Headers {
-			o.headers = append(o.headers, *h)
+			if pv == nil || !pv.isHeader(h.Key) {
+				o.headers = append(o.headers, *h)
+			}
+		}
+		if stamp != nil {
+			o.headers = append(o.headers, pv.stampHeader(stamp))
 		}
 		o.msg.Headers = o.headers
 		c.fill(o, m, now)
@@ -180,7 +197,7 @@ func (c *claimState) mirrorRecord(ctx context.Context, m *sarama.ConsumerMessage
 		}
 		return nil
 	}
-	return c.mirrorThroughChain(ctx, m, now)
+	return c.mirrorThroughChain(ctx, m, now, stamp)
 }
 
 // errStopped ends a claim because the engine failed or was aborted.
@@ -206,7 +223,9 @@ func (c *claimState) fill(o *outMsg, m *sarama.ConsumerMessage, now time.Time) {
 	o.readAt = now
 }
 
-func (c *claimState) mirrorThroughChain(ctx context.Context, m *sarama.ConsumerMessage, now time.Time) error {
+// mirrorThroughChain is mirrorRecord with a handler chain; stamp is the provenance
+// header's value for every output, nil for none.
+func (c *claimState) mirrorThroughChain(ctx context.Context, m *sarama.ConsumerMessage, now time.Time, stamp []byte) error {
 	r := &c.rec
 	hs := r.Headers[:0]
 	for _, h := range m.Headers {
@@ -250,8 +269,14 @@ func (c *claimState) mirrorThroughChain(ctx context.Context, m *sarama.ConsumerM
 		o.msg.Partition = out.Partition
 		o.msg.Timestamp = out.Timestamp
 		o.setKeyValue(out.Key, out.Value)
+		pv := c.e.provenance
 		for _, h := range out.Headers {
-			o.headers = append(o.headers, sarama.RecordHeader{Key: headerKeyBytes(h.Key), Value: h.Value})
+			if pv == nil || h.Key != pv.name {
+				o.headers = append(o.headers, sarama.RecordHeader{Key: headerKeyBytes(h.Key), Value: h.Value})
+			}
+		}
+		if stamp != nil {
+			o.headers = append(o.headers, pv.stampHeader(stamp))
 		}
 		o.msg.Headers = o.headers
 		c.fill(o, m, now)

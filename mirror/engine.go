@@ -33,6 +33,8 @@ type Engine struct {
 	passThrough bool
 	listener    handler.RebalanceListener
 	sel         *topics.Selector
+	// provenance is nil unless loop prevention is on; Run resolves its cluster ids.
+	provenance *provenance
 
 	metrics  *metrics
 	gatherer prometheus.Gatherer
@@ -102,6 +104,7 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 		passThrough: len(cfg.Handlers) == 0,
 		listener:    listener,
 		sel:         sel,
+		provenance:  newProvenance(cfg),
 		metrics:     m,
 		topics:      newTopicSet(),
 		streamSeen:  make([]atomic.Bool, cfg.Streams),
@@ -204,6 +207,15 @@ func (e *Engine) Run(ctx context.Context) error {
 		stopBackground()
 		// Only ctx ending (a stop or Abort) ends the retries; that is not an error.
 		return nil
+	}
+	if e.provenance != nil {
+		if err := e.provenance.resolve(e.cfg.Provenance, conns.sourceMeta, conns.targetMeta); err != nil {
+			conns.close()
+			stopBackground()
+			return err
+		}
+		e.log.Info("Set up loop prevention", "header", e.cfg.Provenance.Header, "sourceCluster", string(e.provenance.sourceID),
+			"targetCluster", string(e.provenance.targetID), "maxHops", e.provenance.maxHops, "strip", e.provenance.strip)
 	}
 	e.keeper = newProgressKeeper(e, conns.sourceAdmin, conns.targetAdmin, conns.targetMeta)
 	e.caughtUp = newCaughtUp(conns.sourceMeta, e.cfg.NoDataLossEnabled())

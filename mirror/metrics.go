@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,13 @@ const (
 	metricRebalances  = "kafka_mirror_rebalances_total"
 	metricListenerErr = "kafka_mirror_listener_errors_total"
 	metricResumed     = "kafka_mirror_resumed_from_target_total"
+	metricLoopDropped = "kafka_mirror_loop_dropped_records_total"
+)
+
+// Values of the reason label of metricLoopDropped.
+const (
+	loopReasonFromTarget = "fromTarget"
+	loopReasonMaxHops    = "maxHops"
 )
 
 var partitionLabels = []string{"topic", "partition"}
@@ -42,6 +50,8 @@ type metrics struct {
 	listenerErrors prometheus.Counter
 
 	records, bytes, filtered, skipped, inFlight, committed, lag, waiting, resumed *prometheus.Desc
+	// loopDropped is labelled by reason too (loopReason*).
+	loopDropped *prometheus.Desc
 }
 
 func newMetrics() *metrics {
@@ -82,6 +92,9 @@ func newMetrics() *metrics {
 		lag:       d(metricLag, "Source high watermark minus the committed offset."),
 		waiting:   d(metricWaiting, "1 while the partition waits for its target topic to exist or grow."),
 		resumed:   d(metricResumed, "Assignments that started from the target-side progress because the source group had no offset."),
+		loopDropped: prometheus.NewDesc(metricLoopDropped,
+			"Source records dropped by loop prevention (provenance): reason fromTarget (they came from the target cluster) or maxHops.",
+			append(slices.Clone(partitionLabels), "reason"), nil),
 	}
 }
 
@@ -110,7 +123,7 @@ type partitionCollector struct {
 // Describe sends the per-partition descriptors.
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.m.records, c.m.bytes, c.m.filtered, c.m.skipped,
-		c.m.inFlight, c.m.committed, c.m.lag, c.m.waiting, c.m.resumed} {
+		c.m.inFlight, c.m.committed, c.m.lag, c.m.waiting, c.m.resumed, c.m.loopDropped} {
 		ch <- d
 	}
 }
@@ -131,6 +144,10 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.m.filtered, s.Filtered)
 		counter(c.m.skipped, s.Skipped)
 		counter(c.m.resumed, s.ResumedFromTarget)
+		if s.LoopFromTarget+s.LoopOverHops > 0 {
+			ch <- prometheus.MustNewConstMetric(c.m.loopDropped, prometheus.CounterValue, float64(s.LoopFromTarget), s.Topic, lv[1], loopReasonFromTarget)
+			ch <- prometheus.MustNewConstMetric(c.m.loopDropped, prometheus.CounterValue, float64(s.LoopOverHops), s.Topic, lv[1], loopReasonMaxHops)
+		}
 		gauge(c.m.inFlight, s.InFlight)
 		gauge(c.m.waiting, map[bool]int64{false: 0, true: 1}[s.WaitingForTarget])
 		if s.Committed >= 0 {

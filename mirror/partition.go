@@ -27,6 +27,10 @@ type partitionState struct {
 	bytes    atomic.Int64 // key + value bytes of acked records
 	filtered atomic.Int64 // source records the handler dropped
 	skipped  atomic.Int64 // source records skipped under onError: skip
+	// fromTarget and overHops count source records dropped by loop prevention
+	// (provenance): their provenance named the target, or they had too many hops.
+	fromTarget atomic.Int64
+	overHops   atomic.Int64
 	// committed is the last offset committed (the next to consume): by this process, or
 	// as found at assignment; -1 when unknown.
 	committed atomic.Int64
@@ -69,6 +73,15 @@ type watchedTracker struct {
 
 // inFlight reports whether w has records the producer still owes an ack for.
 func (w watchedTracker) inFlight() bool { return w.tracker.InFlight() > w.unsent }
+
+// dropped counts a record that loop prevention dropped.
+func (p *partitionState) dropped(why dropReason) {
+	if why == dropFromTarget {
+		p.fromTarget.Add(1)
+	} else {
+		p.overHops.Add(1)
+	}
+}
 
 func (p *partitionState) attach(tr *offsets.Tracker, claim sarama.ConsumerGroupClaim) {
 	// The claim starts at the group's committed offset; showing it at once gives lag
@@ -149,6 +162,8 @@ func (p *partitionState) snapshot() PartitionStats {
 		Consumed:          -1,
 		WaitingForTarget:  p.waiting.Load() == 1,
 		ResumedFromTarget: p.resumed.Load(),
+		LoopFromTarget:    p.fromTarget.Load(),
+		LoopOverHops:      p.overHops.Load(),
 	}
 	p.mu.Lock()
 	tr, claim, assigned := p.tracker, p.claim, p.assigned

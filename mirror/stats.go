@@ -32,6 +32,9 @@ type Stats struct {
 	// ResumedFromTarget counts partition assignments that started from the target-side
 	// progress because the source group had no offset (expired or deleted).
 	ResumedFromTarget int64
+	// LoopDropped counts source records that loop prevention (provenance) dropped:
+	// LoopFromTarget plus LoopOverHops of the partitions.
+	LoopDropped int64
 	// Ready is what /readyz answers (see Engine.Ready).
 	Ready bool
 	// Partitions holds one entry per source partition this process has owned, sorted by
@@ -73,6 +76,9 @@ type PartitionStats struct {
 	// ResumedFromTarget counts the assignments of this partition that started from the
 	// target-side progress.
 	ResumedFromTarget int64
+	// LoopFromTarget counts records dropped because their provenance named the target
+	// cluster; LoopOverHops those dropped because they had provenance.maxHops hops.
+	LoopFromTarget, LoopOverHops int64
 }
 
 // Stats returns a snapshot of the engine's progress. It is safe to call at any time,
@@ -98,6 +104,7 @@ func (e *Engine) Stats() Stats {
 		s.Skipped += ps.Skipped
 		s.InFlight += ps.InFlight
 		s.ResumedFromTarget += ps.ResumedFromTarget
+		s.LoopDropped += ps.LoopFromTarget + ps.LoopOverHops
 		if ps.Assigned {
 			s.Lag += ps.Lag
 		}

@@ -51,6 +51,12 @@ const (
 	// (--allowed-bootstrap-servers); the operator does not connect to it. The message
 	// names the field, e.g. spec.source.bootstrapServers[0].
 	ReasonBootstrapServerNotAllowed = "BootstrapServerNotAllowed"
+	// ReasonMirrorLoop (Stalled=True, Ready=False, TopicsSynced=False): another
+	// KafkaMirror mirrors this one's target back into its source under the same topic
+	// names, and spec.provenance.enabled is not true on both, so records would loop
+	// between the two clusters. The message names the other KafkaMirror and a topic. The
+	// operator looks again every topicSyncInterval, so fixing either mirror clears it.
+	ReasonMirrorLoop = "MirrorLoop"
 
 	// ReasonTopicsInSync (TopicsSynced=True): every selected topic has its target with
 	// the source's partition count.

@@ -213,6 +213,14 @@ type KafkaMirrorSpec struct {
 	// and PodDisruptionBudget (spec.pod.labels and annotations go on the pods).
 	// +optional
 	ChildMetadata *ChildMetadata `json:"childMetadata,omitempty"`
+
+	// provenance turns on loop prevention for active-active mirroring: every mirrored
+	// record carries a header naming the clusters it came through, and records that
+	// came from the target cluster are dropped. Two KafkaMirrors that mirror the same
+	// topic names between two clusters in both directions are admitted only when both
+	// have it on. Default: off.
+	// +optional
+	Provenance *ProvenanceSpec `json:"provenance,omitempty"`
 }
 
 // GroupsSpec selects the source consumer groups whose offsets are translated to the
@@ -241,6 +249,51 @@ type GroupsSpec struct {
 	// +kubebuilder:default="30s"
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1s')",message="groups.syncInterval must be a duration of at least 1s, such as 30s"
 	SyncInterval *metav1.Duration `json:"syncInterval,omitempty"`
+}
+
+// ProvenanceSpec configures loop prevention for active-active mirroring. The header's
+// value is the comma-separated list of the ids of the clusters the record was mirrored
+// from, oldest first (Kafka's cluster ids); its length is the record's hop count.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.sourceName) || !has(self.targetName) || self.sourceName != self.targetName",message="provenance.targetName must differ from provenance.sourceName: the names tell the clusters apart"
+type ProvenanceSpec struct {
+	// enabled turns loop prevention on. Default false.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// header is the name of the provenance header. Default kafka-mirror-provenance.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=249
+	Header string `json:"header,omitempty"`
+
+	// maxHops is the most mirrors a record may pass through, from 1 to 100: a record
+	// that already went through maxHops mirrors is dropped. Default 10.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxHops int32 `json:"maxHops,omitempty"`
+
+	// strip leaves the header off the records written to the target (incoming records
+	// are still checked). Only for a mirror whose target is not mirrored onwards: a
+	// record without the header cannot be recognised when it comes back. Default false.
+	// +optional
+	Strip bool `json:"strip,omitempty"`
+
+	// sourceName is the source cluster's id for brokers that do not report one (before
+	// Kafka 0.10.1). Default: unset, the id the cluster reports.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9._-]+$`
+	SourceName string `json:"sourceName,omitempty"`
+
+	// targetName is the target cluster's id for brokers that do not report one. It must
+	// equal the name the mirror in the other direction uses for this cluster. Default:
+	// unset, the id the cluster reports.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9._-]+$`
+	TargetName string `json:"targetName,omitempty"`
 }
 
 // ProducerSpec tunes the producer that writes to the target.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
 // ManifestRenderer renders one KafkaMirror document (YAML or JSON) into the engine
@@ -54,7 +55,9 @@ and rebalance listeners (registered, and accepting their args).
 A KafkaMirror is judged as the API server would admit it (the CRD's OpenAPI schema and
 its CEL rules, unknown fields rejected as by kubectl's strict field validation), then by
 the operator's own checks, so a manifest that passes here is neither refused by
-'kubectl apply' nor stalled by the operator.
+'kubectl apply' nor stalled by the operator. The mirrors of all files given are also
+checked against each other: two that mirror the same topic names between two clusters
+in both directions loop unless both set provenance.enabled (the operator stalls them).
 
 Every problem is printed on its own line as FILE: FIELD PATH: REASON, and the command
 exits non-zero. A file that passes prints one "OK: ..." line. Documents of other kinds
@@ -158,7 +161,58 @@ func (v validator) check(configs, manifests []string) []fileResult {
 	for _, path := range manifests {
 		out = append(out, v.validateManifestPath(path)...)
 	}
+	addLoopProblems(out)
 	return out
+}
+
+// addLoopProblems checks the valid mirrors of all files against each other: two that
+// mirror the same topic names between two clusters in both directions without
+// provenance on both would pass records back and forth for ever (the operator stalls
+// such a KafkaMirror with reason MirrorLoop). The second of the pair gets the problem,
+// in place of its OK line.
+func addLoopProblems(files []fileResult) {
+	type at struct{ file, mirror int }
+	var all []at
+	for i := range files {
+		for j := range files[i].result.mirrors {
+			all = append(all, at{i, j})
+		}
+	}
+	for n, b := range all {
+		mb := &files[b.file].result.mirrors[b.mirror]
+		for _, a := range all[:n] {
+			ma := files[a.file].result.mirrors[a.mirror]
+			t, loops := topics.LoopTopic(mb.cfg, ma.cfg)
+			if !loops {
+				continue
+			}
+			path := "provenance.enabled"
+			if mb.kafkaMirror {
+				path = "spec." + path
+			}
+			other := ma.name
+			if a.file != b.file {
+				other += " in " + files[a.file].path
+			}
+			r := &files[b.file].result
+			r.problems = append(r.problems, fmt.Sprintf("%s (%s): %s: Required value: %s mirrors this mirror's target back into its source under the same topic names (%q), so records would loop between the two clusters; set provenance.enabled: true on both, or topics.rename on one",
+				mb.label, mb.name, path, other, t))
+			mb.looped = true
+			break
+		}
+	}
+	for i := range files {
+		r := &files[i].result
+		var ok []string
+		for _, m := range r.mirrors {
+			if !m.looped {
+				ok = append(ok, m.ok)
+			}
+		}
+		if len(ok) < len(r.ok) {
+			r.ok = ok
+		}
+	}
 }
 
 // result is what validating one file (or one document of it) found.
@@ -166,6 +220,17 @@ type result struct {
 	problems []string
 	ok       []string // one summary per valid document
 	found    int      // mirror documents seen, valid or not
+	// mirrors are the valid documents, for the checks across documents.
+	mirrors []validMirror
+}
+
+// validMirror is a document that passed, with its config.
+type validMirror struct {
+	label, name string // "document N" and "KafkaMirror ns/name" or "MirrorConfig"
+	kafkaMirror bool
+	cfg         *config.Config
+	ok          string // its OK line
+	looped      bool   // addLoopProblems found it closing a loop
 }
 
 func report(out io.Writer, path string, r result) int {
@@ -192,7 +257,8 @@ func validateConfigFile(path string) result {
 	if len(problems) > 0 {
 		return result{problems: problems}
 	}
-	return result{ok: []string{"MirrorConfig, " + summarize(&c)}}
+	ok := "MirrorConfig, " + summarize(&c)
+	return result{ok: []string{ok}, mirrors: []validMirror{{label: "document 0", name: "MirrorConfig", cfg: &c, ok: ok}}}
 }
 
 // validateManifestPath validates a manifest file, or every .yaml, .yml and .json file
@@ -298,6 +364,7 @@ func (v validator) checkDocument(doc []byte, label string, r *result) {
 			return
 		}
 		r.ok = append(r.ok, "MirrorConfig, "+summarize(&c))
+		r.mirrors = append(r.mirrors, validMirror{label: label, name: "MirrorConfig", cfg: &c, ok: r.ok[len(r.ok)-1]})
 	case tm.Kind == "KafkaMirror" && strings.HasPrefix(tm.APIVersion, apiGroup+"/"):
 		r.found++
 		name := tm.Metadata.Name
@@ -310,6 +377,7 @@ func (v validator) checkDocument(doc []byte, label string, r *result) {
 			return
 		}
 		r.ok = append(r.ok, fmt.Sprintf("KafkaMirror %s, %s", name, summarize(c)))
+		r.mirrors = append(r.mirrors, validMirror{label: label, name: "KafkaMirror " + name, kafkaMirror: true, cfg: c, ok: r.ok[len(r.ok)-1]})
 	}
 }
 

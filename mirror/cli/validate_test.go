@@ -137,6 +137,7 @@ func TestValidateManifestRenderer(t *testing.T) {
 	}
 	const head = "apiVersion: kafkamirror.io/v1alpha1\nkind: KafkaMirror\n"
 	const spec = "spec:\n  source: {bootstrapServers: [\"a:9092\"]}\n  target: {bootstrapServers: [\"b:9092\"]}\n  consumerGroup: g\n"
+	const reverse = "spec:\n  source: {bootstrapServers: [\"b:9092\"]}\n  target: {bootstrapServers: [\"a:9092\"]}\n  consumerGroup: g\n"
 	tests := map[string]struct {
 		doc     string
 		want    string
@@ -156,6 +157,19 @@ func TestValidateManifestRenderer(t *testing.T) {
 			doc:     head + "metadata: {namespace: ns}\n" + spec + "  topics: {include: [orders]}\n",
 			want:    "km.yaml: document 0 (KafkaMirror ns/): metadata.name: Required value\n",
 			wantErr: "validate found 1 problem(s)",
+		},
+		"a reverse mirror with the same names loops": {
+			doc: head + "metadata: {name: ab}\n" + spec + "  topics: {include: [orders]}\n---\n" +
+				head + "metadata: {name: ba}\n" + reverse + "  topics: {include: [orders, payments]}\n",
+			want: "km.yaml: document 1 (KafkaMirror ba): spec.provenance.enabled: Required value: KafkaMirror ab mirrors this mirror's target back into its source under the same topic names (\"orders\"), so records would loop between the two clusters; set provenance.enabled: true on both, or topics.rename on one\n" +
+				"OK: km.yaml: KafkaMirror ab, 1 include pattern(s), 0 exclude pattern(s), 0 handler(s)\n",
+			wantErr: "validate found 1 problem(s)",
+		},
+		"a reverse mirror with provenance on both": {
+			doc: head + "metadata: {name: ab}\n" + spec + "  topics: {include: [orders]}\n  provenance: {enabled: true}\n---\n" +
+				head + "metadata: {name: ba}\n" + reverse + "  topics: {include: [orders]}\n  provenance: {enabled: true}\n",
+			want: "OK: km.yaml: KafkaMirror ab, 1 include pattern(s), 0 exclude pattern(s), 0 handler(s)\n" +
+				"OK: km.yaml: KafkaMirror ba, 1 include pattern(s), 0 exclude pattern(s), 0 handler(s)\n",
 		},
 		"renderer error": {
 			doc:     head + "metadata: {name: m}\n" + spec + "  topics: {include: [orders]}\n  replica: 2\n",

@@ -112,6 +112,15 @@ func TestParseValid(t *testing.T) {
 				}
 			},
 		},
+		"provenance gets its defaults": {
+			yaml: minimal + "provenance: {enabled: true}\n",
+			check: func(t *testing.T, c *Config) {
+				want := &Provenance{Enabled: true, Header: DefaultProvenanceHeader, MaxHops: DefaultProvenanceMaxHops}
+				if !reflect.DeepEqual(c.Provenance, want) || !c.ProvenanceEnabled() {
+					t.Fatalf("provenance = %+v, want %+v", c.Provenance, want)
+				}
+			},
+		},
 		"same cluster with a rename is allowed": {
 			yaml: strings.NewReplacer("target-kafka:9092", "SOURCE-KAFKA:9092",
 				`topics: {include: ["orders\\..*"]}`, `topics: {include: ["orders\\..*"], rename: {template: "dc1.{topic}"}}`).Replace(minimal),
@@ -389,6 +398,35 @@ func TestValidate(t *testing.T) {
 		"metrics address": {
 			mutate: func(c *Config) { c.Metrics.Address = "8080" },
 			want:   []string{`metrics.address: Invalid value: "8080": must be host:port or :port ("0" turns the endpoint off)`},
+		},
+		"provenance": {
+			mutate: func(c *Config) {
+				c.Provenance = &Provenance{Enabled: true, MaxHops: 101, SourceName: "dc,1", TargetName: "dc-2"}
+			},
+			want: []string{
+				"provenance.header: Required value: the name of the provenance header",
+				"provenance.maxHops: Invalid value: 101: must be between 1 and 100",
+				`provenance.sourceName: Invalid value: "dc,1": may contain only letters, digits, '.', '_' and '-' (',' separates the ids in the header)`,
+			},
+		},
+		"provenance names equal": {
+			mutate: func(c *Config) {
+				c.Provenance = &Provenance{Enabled: true, Header: "h", MaxHops: -1, SourceName: "dc1", TargetName: "dc1"}
+			},
+			want: []string{
+				"provenance.maxHops: Invalid value: -1: must be between 1 and 100",
+				`provenance.targetName: Invalid value: "dc1": must differ from sourceName: the names tell the clusters apart`,
+			},
+		},
+		"provenance off is not checked": {
+			mutate: func(c *Config) { c.Provenance = &Provenance{MaxHops: -1} },
+		},
+		"provenance does not admit writing into the topics read": {
+			mutate: func(c *Config) {
+				c.Target.BootstrapServers = c.Source.BootstrapServers
+				c.Provenance = &Provenance{Enabled: true, Header: DefaultProvenanceHeader, MaxHops: 1}
+			},
+			want: []string{`target.bootstrapServers: Invalid value: ["source-kafka:9092"]: source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads`},
 		},
 	}
 	for name, tc := range tests {

@@ -13,6 +13,8 @@ const (
 	DefaultTopicSyncInterval       = 30 * time.Second
 	DefaultMaxInFlightPerPartition = 10000
 	DefaultMetricsAddress          = ":8080"
+	DefaultProvenanceHeader        = "kafka-mirror-provenance"
+	DefaultProvenanceMaxHops       = 10
 )
 
 // DefaultTopicConfigExclude is topics.configExclude when unset, in the spirit of
@@ -88,6 +90,14 @@ func (c *Config) Default() {
 		c.Metrics.Address = DefaultMetricsAddress
 	}
 	c.defaultGroups()
+	if p := c.Provenance; p != nil && p.Enabled {
+		if p.Header == "" {
+			p.Header = DefaultProvenanceHeader
+		}
+		if p.MaxHops == 0 {
+			p.MaxHops = DefaultProvenanceMaxHops
+		}
+	}
 	for i := range c.Handlers {
 		if h := c.Handlers[i].CEL; h != nil && h.OnError == "" {
 			h.OnError = OnErrorFail

@@ -78,6 +78,11 @@ type Config struct {
 	// groups of the same name on the target while those have no active members, so
 	// their consumers can fail over. Default: unset, no translation.
 	Groups *Groups `json:"groups,omitempty"`
+
+	// Provenance stamps every mirrored record with the clusters it came through and
+	// drops records that would loop back, so that two clusters can mirror the same topic
+	// names into each other (active-active). Default: off.
+	Provenance *Provenance `json:"provenance,omitempty"`
 }
 
 // Groups selects the source consumer groups whose committed offsets are translated to
@@ -92,6 +97,32 @@ type Groups struct {
 	// SyncInterval is how often the groups' offsets are translated and committed to the
 	// target. Default 30s.
 	SyncInterval Duration `json:"syncInterval,omitempty"`
+}
+
+// Provenance configures loop prevention for active-active mirroring. The engine writes
+// a header (Header) whose value is the comma-separated list of the ids of the clusters
+// the record was mirrored from, oldest first; its number of entries is the record's hop
+// count. A record whose header names the target cluster, or that would exceed MaxHops,
+// is dropped (counted, and its offset committed like a filtered record).
+type Provenance struct {
+	// Enabled turns loop prevention on. Default false.
+	Enabled bool `json:"enabled"`
+	// Header is the name of the provenance header. Default kafka-mirror-provenance.
+	Header string `json:"header,omitempty"`
+	// MaxHops is the most mirrors a record may pass through: a record that already
+	// went through that many is dropped. Default 10.
+	MaxHops int `json:"maxHops,omitempty"`
+	// Strip leaves the header off the target's records (incoming records are still
+	// checked). Only for a mirror whose target is not mirrored onwards: a record
+	// without the header cannot be recognised when it comes back. Default false.
+	Strip bool `json:"strip,omitempty"`
+	// SourceName is the source cluster's id when the source does not report one in
+	// its metadata (brokers before Kafka 0.10.1). Default: unset, the reported id.
+	SourceName string `json:"sourceName,omitempty"`
+	// TargetName is the target cluster's id when the target does not report one. It
+	// must equal the SourceName (or reported id) that the mirror reading from this
+	// cluster uses. Default: unset, the reported id.
+	TargetName string `json:"targetName,omitempty"`
 }
 
 // Producer tunes the producer that writes to the target.
@@ -343,6 +374,9 @@ func (c *Config) ProducerMaxMessageBytes() int {
 	}
 	return c.Producer.MaxMessageBytes
 }
+
+// ProvenanceEnabled reports whether loop prevention (provenance) is on.
+func (c *Config) ProvenanceEnabled() bool { return c.Provenance != nil && c.Provenance.Enabled }
 
 // NoDataLossEnabled reports whether the no-data-loss policy is on (the default).
 func (c *Config) NoDataLossEnabled() bool { return c.NoDataLoss == nil || *c.NoDataLoss }

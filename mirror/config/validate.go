@@ -24,7 +24,14 @@ const (
 	// MaxReplicationFactor bounds topics.replicationFactor: Kafka's CreateTopics takes
 	// it as a 16-bit integer.
 	MaxReplicationFactor = math.MaxInt16
+	// MaxProvenanceHops bounds provenance.maxHops: the header holds one cluster id per
+	// hop, and no real topology has more mirrors in a row.
+	MaxProvenanceHops = 100
 )
+
+// clusterNameChars are the characters of a provenance cluster name: those of Kafka's
+// cluster ids (URL-safe base64) and '.', and never the header's separator ','.
+var clusterNameChars = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
 
 var topicNameChars = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
 
@@ -102,9 +109,31 @@ func (c *Config) ValidateFields(root *field.Path) field.ErrorList {
 		}
 	}
 	errs = append(errs, c.validateGroups(root)...)
+	if p := c.Provenance; p != nil && p.Enabled {
+		errs = append(errs, p.validate(root.Child("provenance"))...)
+	}
 	if c.Source.sameAs(c.Target) && c.Topics.Rename.isIdentity() {
 		errs = append(errs, field.Invalid(root.Child("target", "bootstrapServers"), c.Target.BootstrapServers,
 			"source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads"))
+	}
+	return errs
+}
+
+func (p *Provenance) validate(fp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if p.Header == "" {
+		errs = append(errs, field.Required(fp.Child("header"), "the name of the provenance header"))
+	}
+	if p.MaxHops < 1 || p.MaxHops > MaxProvenanceHops {
+		errs = append(errs, field.Invalid(fp.Child("maxHops"), p.MaxHops, fmt.Sprintf("must be between 1 and %d", MaxProvenanceHops)))
+	}
+	for _, n := range []struct{ name, v string }{{"sourceName", p.SourceName}, {"targetName", p.TargetName}} {
+		if n.v != "" && !clusterNameChars.MatchString(n.v) {
+			errs = append(errs, field.Invalid(fp.Child(n.name), n.v, "may contain only letters, digits, '.', '_' and '-' (',' separates the ids in the header)"))
+		}
+	}
+	if p.SourceName != "" && p.SourceName == p.TargetName {
+		errs = append(errs, field.Invalid(fp.Child("targetName"), p.TargetName, "must differ from sourceName: the names tell the clusters apart"))
 	}
 	return errs
 }
@@ -128,6 +157,10 @@ func (cl *Cluster) validate(p *field.Path) field.ErrorList {
 	}
 	return errs
 }
+
+// SameClusterAs reports whether cl and o name the same cluster: they share a bootstrap
+// server (compared without case).
+func (cl Cluster) SameClusterAs(o Cluster) bool { return cl.sameAs(o) }
 
 func (cl Cluster) sameAs(o Cluster) bool {
 	if len(cl.BootstrapServers) == 0 || len(o.BootstrapServers) == 0 {

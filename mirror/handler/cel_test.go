@@ -39,6 +39,13 @@ func celChain(t testing.TB, spec config.CELHandler, opts ...ChainOption) Handler
 	return h
 }
 
+// withProvenance adds the engine's provenance header with value path to a record.
+func withProvenance(path string) func(*Record) {
+	return func(r *Record) {
+		r.Headers = append(r.Headers, Header{Key: "kafka-mirror-provenance", Value: []byte(path)})
+	}
+}
+
 func TestCELFilter(t *testing.T) {
 	tests := map[string]struct {
 		filter string
@@ -75,6 +82,13 @@ func TestCELFilter(t *testing.T) {
 		"string extensions":             {filter: "record.topic.upperAscii() == 'ORDERS'", keep: true},
 		"regex on topic":                {filter: "record.topic.matches('^ord')", keep: true},
 		"record through dyn":            {filter: "dyn(record).topic == 'orders'", keep: true},
+
+		// The engine's loop prevention (provenance) header, as a handler sees it: the
+		// clusters a record was mirrored from, comma-separated, oldest first.
+		"provenance: only local records": {filter: "!('kafka-mirror-provenance' in record.headers)", record: withProvenance("dc1"), keep: false},
+		"provenance: a local record":     {filter: "!('kafka-mirror-provenance' in record.headers)", keep: true},
+		"provenance: origin":             {filter: "string(record.headers['kafka-mirror-provenance']).split(',')[0] == 'dc1'", record: withProvenance("dc1,dc2"), keep: true},
+		"provenance: hop count":          {filter: "string(record.headers['kafka-mirror-provenance']).split(',').size() < 2", record: withProvenance("dc1,dc2"), keep: false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
