@@ -605,4 +605,3 @@ func writes(w window) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
