@@ -5,7 +5,9 @@ import (
 	"errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +34,12 @@ type KafkaMirrorReconciler struct {
 	// LeaveUserIDUnset leaves the mirror pods' user, group and fsGroup IDs to the
 	// platform (OpenShift's restricted-v2 SCC) instead of pinning them.
 	LeaveUserIDUnset bool
+
+	// syncs runs the topic syncs off the reconcile workers; SetupWithManager sets it.
+	syncs *topicSyncs
+	// applied remembers what was last applied to each child, so an unchanged child is
+	// not written again.
+	applied appliedObjects
 }
 
 // Least privilege: server-side apply needs create and patch (no update); the status is
@@ -52,11 +60,19 @@ type KafkaMirrorReconciler struct {
 // against the allow-list -> read Secrets -> sync topics -> write children -> status (in
 // a defer, once). A spec error or a refused bootstrap server stalls the
 // KafkaMirror and is not retried; an unreachable cluster or missing Secret still writes
-// the children, is reported in status and retried with backoff. Every reconcile is
-// requeued after topicSyncInterval to find new topics and partition expansion.
+// the children, is reported in status and retried with backoff.
+//
+// The topic sync runs off the reconcile workers (topicSyncs): a reconcile starts one
+// only when mirror.yaml or the credentials changed, topicSyncInterval has passed (to
+// find new topics and partition expansion) or a failed one is due for a retry, never
+// for a child-object event, and reports the latest finished result; a finished sync
+// enqueues the KafkaMirror again. An unreachable or hanging cluster so holds no worker.
 func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	m := &v1alpha1.KafkaMirror{}
 	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !m.DeletionTimestamp.IsZero() {
@@ -83,12 +99,13 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, reconcile.TerminalError(obs.invalid)
 	}
 
+	next := obs.config.TopicSyncInterval.Duration
 	files, err := readSecretFiles(ctx, r.APIReader, m)
 	if err != nil {
 		obs.secretErr = err
 		files = nil // the children keep their Secret hash: no roll on a read failure
-	} else {
-		obs.topics, obs.topicsRan = syncTopics(ctx, m, obs.config, files), true
+	} else if obs.topics, obs.topicsRan, obs.topicsFresh, next, err = r.syncs.observe(ctx, m, obs.config, files); err != nil {
+		return ctrl.Result{}, err
 	}
 
 	if obs.deployment, obs.childErr = r.applyChildren(ctx, m, obs.config, files); obs.childErr != nil {
@@ -100,7 +117,19 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := errors.Join(obs.secretErr, obs.topics.err); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: obs.config.TopicSyncInterval.Duration}, nil
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// forget drops what the reconciler remembers about a deleted KafkaMirror: its topic
+// sync, its Kafka clients (closed when no other KafkaMirror uses them) and the digests
+// of its children.
+func (r *KafkaMirrorReconciler) forget(key types.NamespacedName) {
+	if r.syncs != nil {
+		r.syncs.forget(key)
+	}
+	m := &v1alpha1.KafkaMirror{}
+	m.Namespace, m.Name = key.Namespace, key.Name
+	r.applied.forget(key.Namespace, configMapName(m), deploymentName(m), serviceName(m), pdbName(m))
 }
 
 // reconcileDisabled tells whether m's reconciliation is paused by
