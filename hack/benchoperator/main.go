@@ -32,6 +32,7 @@ type options struct {
 	settle       time.Duration
 	out          string
 	label        string
+	cpuProfile   string
 }
 
 func main() {
@@ -44,6 +45,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "wait after the hanging KafkaMirrors are created, before the spec change")
 	flag.StringVar(&o.out, "out", "docs/benchmarks/operator.md", "markdown file whose section for this run (by --label) is replaced; empty prints only")
 	flag.StringVar(&o.label, "label", "", "section name in --out; default: the number of mirrors")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the steady-state window to this file")
 	flag.Parse()
 	if o.label == "" {
 		o.label = fmt.Sprintf("%d mirrors", o.mirrors)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -64,6 +65,8 @@ type window struct {
 	rssMiB          float64
 	workersBusyMax  float64
 	queueDepthMax   float64
+	// loadMin and loadMax are the machine's 1-minute load average, sampled every second.
+	loadMin, loadMax float64
 }
 
 type latencies []time.Duration
@@ -263,7 +266,18 @@ func run(ctx context.Context, o options) (*result, error) {
 	if err := sleep(ctx, min(o.syncInterval, 5*time.Second)); err != nil {
 		return nil, err
 	}
-	if res.steady, err = measure(ctx, cnt, o.steady); err != nil {
+	if o.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer stopProfile()
+		res.steady, err = measure(ctx, cnt, o.steady)
+		stopProfile()
+		if err != nil {
+			return nil, err
+		}
+	} else if res.steady, err = measure(ctx, cnt, o.steady); err != nil {
 		return nil, err
 	}
 
@@ -296,6 +310,26 @@ func run(ctx context.Context, o options) (*result, error) {
 		}
 	}
 	return res, nil
+}
+
+// startCPUProfile profiles the process into path until the returned func is called
+// (once; later calls do nothing).
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("while creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("while starting the CPU profile: %w", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		})
+	}, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -417,6 +451,7 @@ func measure(ctx context.Context, cnt *counters, d time.Duration) (window, error
 		return window{}, err
 	}
 	var busyMax, queueMax float64
+	loadMin, loadMax := loadAverage(), loadAverage()
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		if err := sleep(ctx, time.Second); err != nil {
@@ -425,6 +460,8 @@ func measure(ctx context.Context, cnt *counters, d time.Duration) (window, error
 		if g, err := reconcileMetrics(); err == nil {
 			busyMax, queueMax = max(busyMax, g.busy), max(queueMax, g.queue)
 		}
+		l := loadAverage()
+		loadMin, loadMax = min(loadMin, l), max(loadMax, l)
 	}
 	w1, r1 := cnt.snapshot()
 	m1, err := reconcileMetrics()
@@ -443,6 +480,8 @@ func measure(ctx context.Context, cnt *counters, d time.Duration) (window, error
 		rssMiB:          rssMiB(),
 		workersBusyMax:  busyMax,
 		queueDepthMax:   queueMax,
+		loadMin:         loadMin,
+		loadMax:         loadMax,
 	}
 	for k, v := range w1 {
 		if dv := v - w0[k]; dv > 0 {
@@ -460,6 +499,18 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAverage is the machine's 1-minute load average: the benchmark shares the machine,
+// and its latencies say little without it.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	_, _ = fmt.Sscanf(string(b), "%f", &l)
+	return l
 }
 
 // rssMiB is this process's resident set size from /proc/self/status.
@@ -570,6 +621,7 @@ func (r *result) markdown(o options) string {
 	fmt.Fprintf(&b, "| steady state: Kafka connections opened | %.0f/min |\n", perMinute(float64(s.kafkaConns), s.length))
 	fmt.Fprintf(&b, "| steady state: CPU (operator + in-process kfake) | %.1f%% of a core |\n", 100*s.cpu.Seconds()/s.length.Seconds())
 	fmt.Fprintf(&b, "| steady state: RSS (operator + kfake + driver) | %.0f MiB |\n", s.rssMiB)
+	fmt.Fprintf(&b, "| steady state: machine load average (1 min, %d CPUs) | %.1f-%.1f |\n", runtime.NumCPU(), s.loadMin, s.loadMax)
 	fmt.Fprintf(&b, "| spec change on %d mirrors -> TopicsSynced | p50 %s, max %s |\n", len(r.change), r.change.pct(0.5).Round(10*time.Millisecond), r.change.pct(1).Round(10*time.Millisecond))
 	if o.hanging > 0 {
 		h := r.hangingWindow
