@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -88,20 +89,20 @@ func configHash(mirrorYAML []byte, files secretFiles) string {
 // The builders return typed objects (readable, and testable without a cluster); they
 // are sent as unstructured without status, the only part of them that is not intent.
 func (r *KafkaMirrorReconciler) apply(ctx context.Context, obj client.Object) error {
+	digest, err := intentDigest(obj)
+	if err != nil {
+		return fmt.Errorf("while hashing %T %q: %w", obj, obj.GetName(), err)
+	}
+	key := appliedKey{kind: fmt.Sprintf("%T", obj), namespace: obj.GetNamespace(), name: obj.GetName()}
+	if r.unchangedSinceApply(ctx, key, digest, obj) {
+		return nil
+	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return fmt.Errorf("while converting %T %q for apply: %w", obj, obj.GetName(), err)
 	}
 	delete(u, "status")
 	ac := &unstructured.Unstructured{Object: u}
-	key := appliedKey{kind: ac.GetKind(), namespace: obj.GetNamespace(), name: obj.GetName()}
-	digest, err := intentDigest(u)
-	if err != nil {
-		return fmt.Errorf("while hashing %s %q: %w", ac.GetKind(), obj.GetName(), err)
-	}
-	if r.unchangedSinceApply(ctx, key, digest, obj) {
-		return nil
-	}
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(ac), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("while applying %s %q: %w", ac.GetKind(), obj.GetName(), err)
 	}
@@ -126,16 +127,18 @@ func (r *KafkaMirrorReconciler) unchangedSinceApply(ctx context.Context, key app
 	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil || cur.GetResourceVersion() != rv {
 		return false
 	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
-	if err != nil {
+	// Both are pointers to the same struct type: copy the cached object over obj.
+	dst, src := reflect.ValueOf(obj), reflect.ValueOf(cur)
+	if dst.Kind() != reflect.Pointer || dst.Type() != src.Type() {
 		return false
 	}
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj) == nil
+	dst.Elem().Set(src.Elem())
+	return true
 }
 
-// intentDigest digests an object as it is applied.
-func intentDigest(u map[string]any) (string, error) {
-	b, err := json.Marshal(u) // map keys are sorted: the same intent gives the same bytes
+// intentDigest digests an object as a builder returned it: the intent of an apply.
+func intentDigest(obj client.Object) (string, error) {
+	b, err := json.Marshal(obj)
 	if err != nil {
 		return "", err
 	}

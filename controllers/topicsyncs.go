@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -90,13 +91,14 @@ func newTopicSyncs(clients *kafkaClients, log logr.Logger) *topicSyncs {
 	}
 }
 
-// syncInput digests what a topic sync works from.
+// syncInput digests what a topic sync works from: the config (as JSON, several times
+// cheaper than rendering mirror.yaml) and the credentials.
 func syncInput(cfg *config.Config, files secretFiles) (string, error) {
-	y, err := config.Marshal(cfg)
+	b, err := json.Marshal(cfg)
 	if err != nil {
-		return "", fmt.Errorf("while rendering mirror.yaml: %w", err)
+		return "", fmt.Errorf("while digesting the mirror config: %w", err)
 	}
-	return configHash(y, files), nil
+	return configHash(b, files), nil
 }
 
 // observe returns m's latest topic sync result (ran false when there is none for the
