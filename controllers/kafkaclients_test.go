@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
 // closeCountingAdmin is an admin whose Close is counted; nothing else of it is called
@@ -138,5 +140,28 @@ func TestKafkaClientsCache(t *testing.T) {
 func TestRetryDelay(t *testing.T) {
 	for failures, want := range map[int]time.Duration{0: minRetryDelay, 1: minRetryDelay, 2: 2 * minRetryDelay, 4: 8 * minRetryDelay, 100: maxRetryDelay} {
 		expect(t, "retryDelay", retryDelay(failures), want)
+	}
+}
+
+func TestSameOutcome(t *testing.T) {
+	inSync := syncedTopics(topics.TopicState{Source: "a", Target: "a", SourcePartitions: 3, TargetPartitions: 3, Action: topics.ActionNone})
+	created := syncedTopics(topics.TopicState{Source: "a", Target: "a", SourcePartitions: 3, TargetPartitions: 3, Action: topics.ActionCreated})
+	refused := topicSyncResult{err: errors.New("connection refused"), role: kafka.RoleSource}
+	tests := map[string]struct {
+		prev, next topicSyncResult
+		want       bool
+	}{
+		"nothing new":                {prev: inSync, next: inSync, want: true},
+		"a topic created":            {prev: inSync, next: created, want: false},
+		"the same error":             {prev: refused, next: refused, want: true},
+		"another error":              {prev: refused, next: topicSyncResult{err: errors.New("timeout"), role: kafka.RoleSource}, want: false},
+		"the same error, other role": {prev: refused, next: topicSyncResult{err: refused.err, role: kafka.RoleTarget}, want: false},
+		"recovered":                  {prev: refused, next: inSync, want: false},
+		"failed":                     {prev: inSync, next: refused, want: false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			expect(t, "sameOutcome", sameOutcome(tc.prev, tc.next), tc.want)
+		})
 	}
 }

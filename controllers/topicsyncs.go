@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -124,7 +125,11 @@ func (s *topicSyncs) observe(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *
 	if st.running == nil && s.dueLocked(st, interval) {
 		s.startLocked(key, st, m, cfg, files)
 	}
-	running, wait := st.running, st.running != nil && !st.queued
+	// Wait only for a sync of a new input (a spec or credential change, a new
+	// KafkaMirror): a re-sync on the timer reports the result it has, and its end
+	// enqueues m only when the outcome differs. Waiting on every timer re-sync would
+	// tie up the workers whenever syncs are slow.
+	running, wait := st.running, st.running != nil && !st.queued && !st.have
 	if wait {
 		st.waiters++
 	}
@@ -170,7 +175,9 @@ func (s *topicSyncs) dueLocked(st *syncState, interval time.Duration) bool {
 	case st.result.err != nil:
 		return age >= retryDelay(st.failures)
 	}
-	return age >= interval
+	// The timer's reconcile was scheduled from the start of the previous sync's
+	// reconcile, a little before that sync ended: a tenth of slack keeps it due.
+	return age >= interval-interval/10
 }
 
 // retryDelay is the delay before retrying after failures failed syncs in a row.
@@ -231,8 +238,16 @@ func (s *topicSyncs) run(key types.NamespacedName, st *syncState, m *v1alpha1.Ka
 	}
 
 	s.mu.Lock()
+	// A reconcile waiting for this sync reports it; otherwise m is enqueued for it,
+	// unless it repeats what status already shows (a re-sync that found nothing new).
+	// A sync for an input that changed meanwhile enqueues m to start the next one.
+	notify := st.waiters == 0
 	if st.input == input {
-		st.result, st.have, st.at, st.reported = res, true, s.now(), false
+		same := st.have && st.reported && sameOutcome(st.result, res)
+		if same {
+			notify = false
+		}
+		st.result, st.have, st.at, st.reported = res, true, s.now(), same
 		if res.err != nil {
 			st.failures++
 		} else {
@@ -241,13 +256,22 @@ func (s *topicSyncs) run(key types.NamespacedName, st *syncState, m *v1alpha1.Ka
 	}
 	st.running = nil
 	close(done)
-	// A reconcile waiting for this sync reports it; otherwise m is enqueued for it (a
-	// sync for an input that changed meanwhile enqueues m to start the next one).
-	notify := st.waiters == 0
 	s.mu.Unlock()
 	if notify {
 		s.done <- event.GenericEvent{Object: m}
 	}
+}
+
+// sameOutcome tells whether a sync found what the previous one found, as far as status
+// and events show it.
+func sameOutcome(prev, next topicSyncResult) bool {
+	if (prev.err == nil) != (next.err == nil) {
+		return false
+	}
+	if next.err != nil {
+		return prev.role == next.role && prev.err.Error() == next.err.Error()
+	}
+	return topicChanges(next) == "" && equality.Semantic.DeepEqual(topicsStatus(prev), topicsStatus(next))
 }
 
 // forget drops what is known about a deleted KafkaMirror.
