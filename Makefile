@@ -51,6 +51,10 @@ e2e: build ## Run the fault-injection and loss-audit suite (test/e2e) against th
 bench: ## Measure throughput, latency and memory against the broker-bound limit (docs/benchmarks/).
 	go run ./hack/bench $(if $(PROFILE),--profile) $(BENCH_ARGS)
 
+.PHONY: bench-operator
+bench-operator: envtest ## Measure the operator at fleet scale (envtest + kfake) into docs/benchmarks/operator.md; BENCH_OPERATOR_ARGS="--mirrors 1000".
+	KUBEBUILDER_ASSETS="$$(bash hack/envtest.sh)" go run ./hack/benchoperator $(BENCH_OPERATOR_ARGS)
+
 .PHONY: lint
 lint: ## go vet and gofmt.
 	go vet ./...

@@ -24,6 +24,8 @@ type managerOptions struct {
 	watchNamespace   string
 	allowedBootstrap string
 	pinUserID        bool
+	kubeAPIQPS       float32
+	kubeAPIBurst     int
 	controllers.ManagerOptions
 }
 
@@ -68,6 +70,9 @@ holds operator and engine.`,
 	f.BoolVar(&o.pinUserID, "pin-user-id", true,
 		"run the mirror pods as UID/GID 65532 (the image's nonroot user); false leaves runAsUser, runAsGroup and fsGroup unset for the platform to assign (OpenShift restricted-v2)")
 	f.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "KafkaMirrors reconciled at once")
+	f.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 0,
+		"requests per second the operator sends to the Kubernetes API server, in the cluster and with --kubeconfig alike; 0 sets no client-side limit (the API server's priority and fairness governs), as controller-runtime does in a cluster")
+	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "requests the operator may send at once above --kube-api-qps; 0: twice --kube-api-qps")
 	return cmd
 }
 
@@ -93,6 +98,7 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("while loading the Kubernetes client config: %w", err)
 	}
+	setClientLimits(cfg, o.kubeAPIQPS, o.kubeAPIBurst)
 	mgr, err := controllers.NewManager(cfg, o.ManagerOptions)
 	if err != nil {
 		return err
@@ -105,6 +111,22 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 	}
 	log.Info("Stopped the operator")
 	return nil
+}
+
+// setClientLimits gives cfg the same client-side rate limit whichever way it was
+// loaded: clientcmd (--kubeconfig) leaves client-go's default of 5 requests/s (burst
+// 10), which at a few hundred KafkaMirrors throttles the operator to seconds per
+// reconcile, while controller-runtime's in-cluster loading turns the limit off. qps 0
+// turns it off on both paths; qps > 0 sets it, with burst (0: 2 x qps).
+func setClientLimits(cfg *rest.Config, qps float32, burst int) {
+	if qps <= 0 {
+		cfg.QPS, cfg.Burst = -1, 0
+		return
+	}
+	if burst <= 0 {
+		burst = int(2 * qps)
+	}
+	cfg.QPS, cfg.Burst = qps, max(burst, 1)
 }
 
 // envOr returns the environment variable key, or def when it is unset or empty.

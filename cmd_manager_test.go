@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/cli"
 )
 
@@ -33,7 +35,8 @@ func TestManagerFlagDefaults(t *testing.T) {
 		"no environment": {
 			want: map[string]string{"engine-image": defaultImageRepository + ":" + cli.Version(), "watch-namespace": "",
 				"leader-elect": "false", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081",
-				"metrics-secure": "true", "metrics-cert-dir": "", "allowed-bootstrap-servers": "", "pin-user-id": "true"},
+				"metrics-secure": "true", "metrics-cert-dir": "", "allowed-bootstrap-servers": "", "pin-user-id": "true",
+				"kube-api-qps": "0", "kube-api-burst": "0"},
 		},
 		"from the environment": {
 			env: map[string]string{"KAFKA_MIRROR_IMAGE": "example.com/km:1", "WATCH_NAMESPACE": "a,b", "POD_NAMESPACE": "ops",
@@ -56,6 +59,32 @@ func TestManagerFlagDefaults(t *testing.T) {
 				if f.DefValue != want {
 					t.Errorf("--%s defaults to %q, want %q", flag, f.DefValue, want)
 				}
+			}
+		})
+	}
+}
+
+// TestSetClientLimits: the --kubeconfig path (client-go's 5/s default left in the
+// config) and the in-cluster path end with the same limits.
+func TestSetClientLimits(t *testing.T) {
+	tests := map[string]struct {
+		loaded    float32 // QPS as loaded: 0 from clientcmd, -1 from controller-runtime
+		qps       float32
+		burst     int
+		wantQPS   float32
+		wantBurst int
+	}{
+		"kubeconfig, no flags: no client-side limit": {loaded: 0, wantQPS: -1},
+		"in cluster, no flags: no client-side limit": {loaded: -1, wantQPS: -1},
+		"kubeconfig, qps set, burst derived":         {loaded: 0, qps: 50, wantQPS: 50, wantBurst: 100},
+		"in cluster, qps and burst set":              {loaded: -1, qps: 20, burst: 30, wantQPS: 20, wantBurst: 30},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfg := &rest.Config{QPS: tc.loaded}
+			setClientLimits(cfg, tc.qps, tc.burst)
+			if cfg.QPS != tc.wantQPS || cfg.Burst != tc.wantBurst {
+				t.Fatalf("QPS %v burst %d, want %v and %d", cfg.QPS, cfg.Burst, tc.wantQPS, tc.wantBurst)
 			}
 		})
 	}

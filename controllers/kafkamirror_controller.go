@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +35,12 @@ type KafkaMirrorReconciler struct {
 	// LeaveUserIDUnset leaves the mirror pods' user, group and fsGroup IDs to the
 	// platform (OpenShift's restricted-v2 SCC) instead of pinning them.
 	LeaveUserIDUnset bool
+
+	// syncs runs the topic syncs off the reconcile workers; SetupWithManager sets it.
+	syncs *topicSyncs
+	// applied remembers what was last applied to each child, so an unchanged child is
+	// not written again.
+	applied appliedObjects
 }
 
 // Least privilege: server-side apply needs create and patch (no update); the status is
@@ -54,12 +62,22 @@ type KafkaMirrorReconciler struct {
 // against the allow-list -> look for a mirror loop with another KafkaMirror -> read Secrets -> sync topics -> write children -> status (in
 // a defer, once). A spec error or a refused bootstrap server stalls the
 // KafkaMirror and is not retried (a mirror loop is looked at again every
-// topicSyncInterval, as the other mirror may change); an unreachable cluster or missing Secret still writes
-// the children, is reported in status and retried with backoff. Every reconcile is
-// requeued after topicSyncInterval to find new topics and partition expansion.
+// topicSyncInterval, as the other mirror may change); an unreachable cluster or missing
+// Secret still writes the children, is reported in status and retried with backoff.
+//
+// The topic sync runs off the reconcile workers (topicSyncs): a reconcile starts one
+// only when mirror.yaml or the credentials changed, topicSyncInterval has passed (to
+// find new topics and partition expansion) or a failed one is due for a retry, never
+// for a child-object event, and reports the latest finished result; a finished sync
+// enqueues the KafkaMirror again. An unreachable or hanging cluster so holds no worker.
+// While the mirror's pods are not ready, it looks again every notReadyRecheck to name
+// what blocks them (pods are not watched).
 func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	m := &v1alpha1.KafkaMirror{}
 	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !m.DeletionTimestamp.IsZero() {
@@ -96,12 +114,13 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, reconcile.TerminalError(obs.invalid)
 	}
 
+	next := obs.config.TopicSyncInterval.Duration
 	files, err := readSecretFiles(ctx, r.APIReader, m)
 	if err != nil {
 		obs.secretErr = err
 		files = nil // the children keep their Secret hash: no roll on a read failure
-	} else {
-		obs.topics, obs.topicsRan = syncTopics(ctx, m, obs.config, files), true
+	} else if obs.topics, obs.topicsRan, obs.topicsFresh, next, err = r.syncs.observe(ctx, m, obs.config, files); err != nil {
+		return ctrl.Result{}, err
 	}
 
 	if obs.deployment, obs.childErr = r.applyChildren(ctx, m, obs.config, files); obs.childErr != nil {
@@ -120,13 +139,24 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := errors.Join(obs.secretErr, obs.topics.err); err != nil {
 		return ctrl.Result{}, err
 	}
-	next := obs.config.TopicSyncInterval.Duration
 	if notReady {
 		// Pods are not watched: a crash loop or a stuck rollout changes no object the
 		// operator watches, so look again soon.
 		next = min(next, notReadyRecheck)
 	}
 	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// forget drops what the reconciler remembers about a deleted KafkaMirror: its topic
+// sync, its Kafka clients (closed when no other KafkaMirror uses them) and the digests
+// of its children.
+func (r *KafkaMirrorReconciler) forget(key types.NamespacedName) {
+	if r.syncs != nil {
+		r.syncs.forget(key)
+	}
+	m := &v1alpha1.KafkaMirror{}
+	m.Namespace, m.Name = key.Namespace, key.Name
+	r.applied.forget(key.Namespace, configMapName(m), deploymentName(m), serviceName(m), pdbName(m))
 }
 
 // notReadyRecheck is how soon a reconcile looks again at a mirror whose pods are not

@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 )
@@ -194,8 +195,9 @@ func metricsOptions(o ManagerOptions) metricsserver.Options {
 }
 
 // SetupWithManager registers the controller: KafkaMirrors (spec changes only, so the
-// operator's own status writes do not loop), the children it owns, and Secrets as
-// metadata (a Secret change re-reconciles the KafkaMirrors that reference it).
+// operator's own status writes do not loop), the children it owns, Secrets as
+// metadata (a Secret change re-reconciles the KafkaMirrors that reference it) and the
+// end of each topic sync, which runs off the workers.
 func (r *KafkaMirrorReconciler) SetupWithManager(mgr manager.Manager, o ManagerOptions) error {
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.KafkaMirror{}, secretIndex, func(obj client.Object) []string {
 		m, ok := obj.(*v1alpha1.KafkaMirror)
@@ -207,6 +209,16 @@ func (r *KafkaMirrorReconciler) SetupWithManager(mgr manager.Manager, o ManagerO
 	if err != nil {
 		return fmt.Errorf("while indexing KafkaMirrors by Secret: %w", err)
 	}
+	clients := newKafkaClients()
+	r.syncs = newTopicSyncs(clients, mgr.GetLogger().WithName("topicsync"))
+	// The cached Kafka clients are closed when the manager stops.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		clients.closeAll()
+		return nil
+	})); err != nil {
+		return fmt.Errorf("while adding the Kafka client cache: %w", err)
+	}
 	skip := o.SkipControllerNameValidation
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.KafkaMirror{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, reconcileAnnotationChanged))).
@@ -215,6 +227,8 @@ func (r *KafkaMirrorReconciler) SetupWithManager(mgr manager.Manager, o ManagerO
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.mirrorsForSecret)).
+		// A finished topic sync (run off the workers) enqueues its KafkaMirror.
+		WatchesRawSource(source.Channel(r.syncs.done, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](minRetryDelay, maxRetryDelay),

@@ -30,9 +30,11 @@ type observation struct {
 	invalid error
 	// secretErr is a referenced Secret that could not be read.
 	secretErr error
-	// topics is the topic sync's outcome; ran is false when the sync was skipped.
-	topics    topicSyncResult
-	topicsRan bool
+	// topics is the topic sync's outcome; ran is false when the sync was skipped or
+	// has not finished yet; fresh is true for the first reconcile that sees it.
+	topics      topicSyncResult
+	topicsRan   bool
+	topicsFresh bool
 	// deployment is the Deployment as the API server returned it after apply.
 	deployment *appsv1.Deployment
 	// childErr is a failure to write a child object.
@@ -210,6 +212,8 @@ func progressing(m *v1alpha1.KafkaMirror, obs *observation) string {
 		return "waiting for a referenced Secret"
 	case obs.topicsRan && obs.topics.err != nil:
 		return "retrying the topic sync"
+	case !obs.topicsRan:
+		return "syncing the topics"
 	case obs.deployment == nil:
 		return "the mirror Deployment has not been written yet"
 	case !deploymentReady(obs.deployment, desiredReplicas(m)):
@@ -226,7 +230,9 @@ func (r *KafkaMirrorReconciler) finalizeStatus(ctx context.Context, m *v1alpha1.
 	// A stalled spec is a finished reconcile too: its outcome is Stalled, and kstatus
 	// readers trust Stalled only when observedGeneration is current.
 	// A paused reconcile applied nothing, so the generation is not observed.
-	if (reconcileErr == nil && !obs.disabled) || obs.invalid != nil {
+	// A topic sync still running for this spec (it runs off the workers) leaves it
+	// behind too: the generation is observed once its outcome is known.
+	if (reconcileErr == nil && !obs.disabled && obs.topicsRan) || obs.invalid != nil {
 		next.ObservedGeneration = m.Generation
 	}
 	r.recordTransitions(m, &next, obs)
@@ -272,7 +278,7 @@ func (r *KafkaMirrorReconciler) recordTransitions(m *v1alpha1.KafkaMirror, next 
 		}
 		r.Recorder.Eventf(m, nil, eventType, now.Reason, "Reconcile", "%s is %s: %s", typ, now.Status, now.Message)
 	}
-	if obs.topicsRan && obs.topics.err == nil {
+	if obs.topicsRan && obs.topicsFresh && obs.topics.err == nil {
 		if changes := topicChanges(obs.topics); changes != "" {
 			r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, v1alpha1.ReasonTopicsInSync, "SyncTopics", "Target topics changed: %s", changes)
 		}

@@ -39,9 +39,9 @@ type topicSyncResult struct {
 // syncTopics runs the engine's topic Syncer against the real clusters: missing targets
 // are created with the source's partition count and smaller targets expanded (unless
 // spec.syncPartitions is false, when nothing changes and the differences are reported).
-// files serves the referenced Secret keys at the paths mirror.yaml names, so the
-// operator connects exactly as the pods do.
-func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config, files secretFiles) topicSyncResult {
+// src and tgt are cached clients (see kafkaClients), connected exactly as the pods
+// connect.
+func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config, src, tgt *kafkaClient) topicSyncResult {
 	log := logr.FromContextOrDiscard(ctx)
 	res := topicSyncResult{dryRun: m.Spec.SyncPartitions != nil && !*m.Spec.SyncPartitions}
 	sel, err := topics.NewSelector(cfg.Topics)
@@ -54,18 +54,7 @@ func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config
 		res.err = fmt.Errorf("while compiling spec.topics.configExclude: %w", err)
 		return res
 	}
-	srcClient, srcAdmin, err := connect(cfg.Source, kafka.RoleSource, files)
-	if err != nil {
-		res.err, res.role = err, kafka.RoleSource
-		return res
-	}
-	defer closeQuietly(log, srcAdmin, kafka.RoleSource)
-	_, tgtAdmin, err := connect(cfg.Target, kafka.RoleTarget, files)
-	if err != nil {
-		res.err, res.role = err, kafka.RoleTarget
-		return res
-	}
-	defer closeQuietly(log, tgtAdmin, kafka.RoleTarget)
+	srcClient, srcAdmin, tgtAdmin := src.client, src.admin, tgt.admin
 
 	opts.DryRun = res.dryRun
 	// A Syncer lives for one reconcile here, so its "say it once" logging would repeat
@@ -140,14 +129,6 @@ func connect(cl config.Cluster, role string, files secretFiles) (sarama.Client, 
 		return nil, nil, fmt.Errorf("while creating the %s cluster admin: %w", role, err)
 	}
 	return client, admin, nil
-}
-
-// closeQuietly closes an admin (and the client under it); a failure to close changes
-// nothing for the reconcile.
-func closeQuietly(log logr.Logger, admin sarama.ClusterAdmin, role string) {
-	if err := admin.Close(); err != nil {
-		log.V(1).Info("Failed to close Kafka admin", "cluster", role, "error", err.Error())
-	}
 }
 
 // topicsStatus turns a sync result into status.topics, capped at MaxTopicStatuses items.

@@ -1,0 +1,662 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-logr/logr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/controllers"
+)
+
+const (
+	benchNamespace = "bench"
+	benchTopic     = "bench-orders"
+	// pollEvery is how often the driver lists the KafkaMirrors while it waits; it reads
+	// through its own client, which the write counter does not see.
+	pollEvery = 200 * time.Millisecond
+	// waitCeiling bounds every wait: far above anything the goal allows.
+	waitCeiling = 10 * time.Minute
+)
+
+// result is what one run measured.
+type result struct {
+	started         time.Time
+	createdToSynced time.Duration
+	steady          window
+	change          latencies
+	changeHanging   latencies
+	hangingWindow   window
+}
+
+// window holds the operator's counters over a stretch of time.
+type window struct {
+	length          time.Duration
+	reconciles      float64
+	reconcileP50    time.Duration
+	reconcileErrors float64
+	writes          map[string]int64
+	reads           int64
+	kafkaConns      int64
+	cpu             time.Duration
+	rssMiB          float64
+	workersBusyMax  float64
+	queueDepthMax   float64
+	// loadMin and loadMax are the machine's 1-minute load average, sampled every second.
+	loadMin, loadMax float64
+}
+
+type latencies []time.Duration
+
+func (l latencies) pct(p float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	s := append(latencies(nil), l...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+// counters are what the operator did, counted from outside it: API requests through a
+// wrapping RoundTripper, Kafka connections accepted by the kfake listeners.
+type counters struct {
+	mu     sync.Mutex
+	writes map[string]int64
+	reads  int64
+	conns  atomic.Int64
+}
+
+func (c *counters) snapshot() (map[string]int64, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := make(map[string]int64, len(c.writes))
+	for k, v := range c.writes {
+		w[k] = v
+	}
+	return w, c.reads
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	c    *counters
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.c.mu.Lock()
+	switch req.Method {
+	case http.MethodGet, http.MethodHead:
+		t.c.reads++
+	default:
+		t.c.writes[req.Method+" "+resourceOf(req.URL.Path)]++
+	}
+	t.c.mu.Unlock()
+	return t.next.RoundTrip(req)
+}
+
+// resourceOf names the resource of an API path: /apis/g/v/namespaces/ns/kafkamirrors/x/status -> kafkamirrors/status.
+func resourceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i, p := range parts {
+		if p == "namespaces" && i+2 < len(parts) {
+			rest := parts[i+2:]
+			if len(rest) >= 3 {
+				return rest[0] + "/" + rest[2]
+			}
+			return rest[0]
+		}
+	}
+	return path
+}
+
+// countingListener counts the TCP connections a kfake broker accepts.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// hangingListener accepts TCP connections and never answers: the failure that holds a
+// client until its read timeout, unlike a refused connection.
+func hangingListener() (net.Listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		var held []net.Conn
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				for _, c := range held {
+					_ = c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	return ln, nil
+}
+
+func run(ctx context.Context, o options) (*result, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run `make bench-operator`, or KUBEBUILDER_ASSETS=$(bash hack/envtest.sh) go run ./hack/benchoperator")
+	}
+	// controller-runtime and client-go log nothing here: a real operator's logging costs
+	// are not what this measures.
+	ctrl.SetLogger(logr.Discard())
+	testEnv := &envtest.Environment{CRDDirectoryPaths: []string{"config/crd/bases"}, ErrorIfCRDPathMissing: true}
+	// Every KafkaMirror has a metrics Service: the default /24 of Service IPs holds
+	// about 250.
+	testEnv.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
+	cfg, err := testEnv.Start()
+	if err != nil {
+		return nil, fmt.Errorf("while starting envtest: %w", err)
+	}
+	defer func() { _ = testEnv.Stop() }()
+
+	cnt := &counters{writes: map[string]int64{}}
+	listen := func(network, addr string) (net.Listener, error) {
+		ln, err := net.Listen(network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingListener{Listener: ln, n: &cnt.conns}, nil
+	}
+	source, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(listen))
+	if err != nil {
+		return nil, fmt.Errorf("while starting the source cluster: %w", err)
+	}
+	defer source.Close()
+	target, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(listen))
+	if err != nil {
+		return nil, fmt.Errorf("while starting the target cluster: %w", err)
+	}
+	defer target.Close()
+	if err := createTopic(source.ListenAddrs()); err != nil {
+		return nil, err
+	}
+	var hanging []string
+	for range o.hanging {
+		ln, err := hangingListener()
+		if err != nil {
+			return nil, fmt.Errorf("while opening a hanging listener: %w", err)
+		}
+		defer ln.Close()
+		hanging = append(hanging, ln.Addr().String())
+	}
+
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	driver, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("while creating the driver's client: %w", err)
+	}
+	if err := driver.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}); err != nil {
+		return nil, fmt.Errorf("while creating the namespace: %w", err)
+	}
+
+	// The operator's client config, as `kafka-mirror manager` builds it in a cluster,
+	// with every request counted.
+	opCfg := rest.CopyConfig(cfg)
+	opCfg.QPS, opCfg.Burst = -1, 0
+	opCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: cnt} }
+	mgr, err := controllers.NewManager(opCfg, controllers.ManagerOptions{
+		Image:              "example.com/kafka-mirror:bench",
+		WatchNamespaces:    []string{benchNamespace},
+		MetricsAddress:     "0",
+		HealthProbeAddress: "0",
+		Logger:             logr.Discard(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	res := &result{started: time.Now()}
+	fmt.Fprintf(os.Stderr, "bench-operator: creating %d KafkaMirrors\n", o.mirrors)
+	start := time.Now()
+	for i := range o.mirrors {
+		if err := driver.Create(ctx, benchMirror(fmt.Sprintf("m-%04d", i), source.ListenAddrs(), target.ListenAddrs(), o.syncInterval)); err != nil {
+			return nil, fmt.Errorf("while creating KafkaMirror %d: %w", i, err)
+		}
+	}
+	if err := waitSynced(ctx, driver, o.mirrors); err != nil {
+		return nil, err
+	}
+	res.createdToSynced = time.Since(start)
+	fmt.Fprintf(os.Stderr, "bench-operator: %d KafkaMirrors synced in %s; steady state for %s\n", o.mirrors, res.createdToSynced.Round(time.Millisecond), o.steady)
+
+	// Let the first round of sync-interval requeues spread out before counting.
+	if err := sleep(ctx, min(o.syncInterval, 5*time.Second)); err != nil {
+		return nil, err
+	}
+	if o.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer stopProfile()
+		res.steady, err = measure(ctx, cnt, o.steady)
+		stopProfile()
+		if err != nil {
+			return nil, err
+		}
+	} else if res.steady, err = measure(ctx, cnt, o.steady); err != nil {
+		return nil, err
+	}
+
+	fmt.Fprintf(os.Stderr, "bench-operator: spec change on %d KafkaMirrors\n", o.changes)
+	if res.change, err = changeSpecs(ctx, driver, o.changes, 1); err != nil {
+		return nil, err
+	}
+
+	if o.hanging > 0 {
+		fmt.Fprintf(os.Stderr, "bench-operator: %d KafkaMirrors on hanging clusters, then a spec change on %d\n", o.hanging, o.changes)
+		for i, addr := range hanging {
+			if err := driver.Create(ctx, benchMirror(fmt.Sprintf("hang-%02d", i), []string{addr}, target.ListenAddrs(), o.syncInterval)); err != nil {
+				return nil, fmt.Errorf("while creating a hanging KafkaMirror: %w", err)
+			}
+		}
+		if err := sleep(ctx, o.settle); err != nil {
+			return nil, err
+		}
+		var werr error
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res.hangingWindow, werr = measure(ctx, cnt, o.steady)
+		}()
+		res.changeHanging, err = changeSpecs(ctx, driver, o.changes, 2)
+		wg.Wait()
+		if err := errors.Join(err, werr); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// startCPUProfile profiles the process into path until the returned func is called
+// (once; later calls do nothing).
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("while creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("while starting the CPU profile: %w", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		})
+	}, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func createTopic(addrs []string) error {
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V3_6_0_0
+	admin, err := sarama.NewClusterAdmin(addrs, sc)
+	if err != nil {
+		return fmt.Errorf("while connecting to the source: %w", err)
+	}
+	defer admin.Close()
+	if err := admin.CreateTopic(benchTopic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err != nil {
+		return fmt.Errorf("while creating %s: %w", benchTopic, err)
+	}
+	return nil
+}
+
+func benchMirror(name string, source, target []string, sync time.Duration) *v1alpha1.KafkaMirror {
+	return &v1alpha1.KafkaMirror{
+		ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: name},
+		Spec: v1alpha1.KafkaMirrorSpec{
+			Source:            v1alpha1.ClusterSpec{BootstrapServers: source},
+			Target:            v1alpha1.ClusterSpec{BootstrapServers: target},
+			Topics:            v1alpha1.TopicsSpec{Include: []string{"bench-.*"}},
+			TopicSyncInterval: &metav1.Duration{Duration: sync},
+		},
+	}
+}
+
+// synced tells whether m's topics were synced for its current generation.
+func synced(m *v1alpha1.KafkaMirror) bool {
+	c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionTopicsSynced)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == m.Generation
+}
+
+// waitSynced waits until n KafkaMirrors named m-* are synced.
+func waitSynced(ctx context.Context, c client.Client, n int) error {
+	deadline := time.Now().Add(waitCeiling)
+	for {
+		var list v1alpha1.KafkaMirrorList
+		if err := c.List(ctx, &list, client.InNamespace(benchNamespace)); err != nil {
+			return fmt.Errorf("while listing KafkaMirrors: %w", err)
+		}
+		got := 0
+		for i := range list.Items {
+			if strings.HasPrefix(list.Items[i].Name, "m-") && synced(&list.Items[i]) {
+				got++
+			}
+		}
+		if got >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d KafkaMirrors synced after %s", got, n, waitCeiling)
+		}
+		if err := sleep(ctx, pollEvery); err != nil {
+			return err
+		}
+	}
+}
+
+// changeSpecs changes spec.streams of the first n KafkaMirrors (a change that re-renders
+// mirror.yaml and re-runs the topic sync) and returns, per mirror, the time from its
+// update to TopicsSynced=True for the new generation.
+func changeSpecs(ctx context.Context, c client.Client, n int, streams int32) (latencies, error) {
+	updated := map[string]time.Time{}
+	for i := range n {
+		m := &v1alpha1.KafkaMirror{}
+		name := fmt.Sprintf("m-%04d", i)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: benchNamespace, Name: name}, m); err != nil {
+			return nil, fmt.Errorf("while reading %s: %w", name, err)
+		}
+		m.Spec.Streams = streams + 1
+		if err := c.Update(ctx, m); err != nil {
+			return nil, fmt.Errorf("while updating %s: %w", name, err)
+		}
+		updated[name] = time.Now()
+	}
+	var out latencies
+	deadline := time.Now().Add(waitCeiling)
+	for len(updated) > 0 {
+		var list v1alpha1.KafkaMirrorList
+		if err := c.List(ctx, &list, client.InNamespace(benchNamespace)); err != nil {
+			return nil, fmt.Errorf("while listing KafkaMirrors: %w", err)
+		}
+		now := time.Now()
+		for i := range list.Items {
+			m := &list.Items[i]
+			if at, ok := updated[m.Name]; ok && m.Spec.Streams == streams+1 && synced(m) {
+				out = append(out, now.Sub(at))
+				delete(updated, m.Name)
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d spec changes not reconciled after %s", len(updated), waitCeiling)
+		}
+		if err := sleep(ctx, pollEvery/2); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// measure samples the operator's counters over d.
+func measure(ctx context.Context, cnt *counters, d time.Duration) (window, error) {
+	w0, r0 := cnt.snapshot()
+	k0 := cnt.conns.Load()
+	cpu0 := cpuTime()
+	m0, err := reconcileMetrics()
+	if err != nil {
+		return window{}, err
+	}
+	var busyMax, queueMax float64
+	loadMin, loadMax := loadAverage(), loadAverage()
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if err := sleep(ctx, time.Second); err != nil {
+			return window{}, err
+		}
+		if g, err := reconcileMetrics(); err == nil {
+			busyMax, queueMax = max(busyMax, g.busy), max(queueMax, g.queue)
+		}
+		l := loadAverage()
+		loadMin, loadMax = min(loadMin, l), max(loadMax, l)
+	}
+	w1, r1 := cnt.snapshot()
+	m1, err := reconcileMetrics()
+	if err != nil {
+		return window{}, err
+	}
+	out := window{
+		length:          d,
+		reconciles:      m1.total - m0.total,
+		reconcileErrors: m1.errors - m0.errors,
+		reconcileP50:    histogramQuantile(0.5, m0.buckets, m1.buckets),
+		writes:          map[string]int64{},
+		reads:           r1 - r0,
+		kafkaConns:      cnt.conns.Load() - k0,
+		cpu:             cpuTime() - cpu0,
+		rssMiB:          rssMiB(),
+		workersBusyMax:  busyMax,
+		queueDepthMax:   queueMax,
+		loadMin:         loadMin,
+		loadMax:         loadMax,
+	}
+	for k, v := range w1 {
+		if dv := v - w0[k]; dv > 0 {
+			out.writes[k] = dv
+		}
+	}
+	return out, nil
+}
+
+// cpuTime is the user and system CPU time of this process: the operator, the kfake
+// clusters and the (idle while measuring) driver; kube-apiserver and etcd run apart.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAverage is the machine's 1-minute load average: the benchmark shares the machine,
+// and its latencies say little without it.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	_, _ = fmt.Sscanf(string(b), "%f", &l)
+	return l
+}
+
+// rssMiB is this process's resident set size from /proc/self/status.
+func rssMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			var kb float64
+			_, _ = fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:")), "%f", &kb)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+type reconcileSample struct {
+	total, errors float64
+	buckets       map[float64]float64
+	busy, queue   float64
+}
+
+// reconcileMetrics reads controller-runtime's own metrics of the kafkamirror controller.
+func reconcileMetrics() (reconcileSample, error) {
+	mfs, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return reconcileSample{}, fmt.Errorf("while reading the controller metrics: %w", err)
+	}
+	s := reconcileSample{buckets: map[float64]float64{}}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			isController := false
+			for _, l := range m.GetLabel() {
+				if (l.GetName() == "controller" || l.GetName() == "name") && l.GetValue() == "kafkamirror" {
+					isController = true
+				}
+			}
+			if !isController {
+				continue
+			}
+			switch mf.GetName() {
+			case "controller_runtime_reconcile_total":
+				s.total += m.GetCounter().GetValue()
+			case "controller_runtime_reconcile_errors_total":
+				s.errors += m.GetCounter().GetValue()
+			case "controller_runtime_reconcile_time_seconds":
+				for _, b := range m.GetHistogram().GetBucket() {
+					s.buckets[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+				}
+			case "controller_runtime_active_workers":
+				s.busy = m.GetGauge().GetValue()
+			case "workqueue_depth":
+				s.queue = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return s, nil
+}
+
+// histogramQuantile estimates quantile q of the observations made between two samples
+// of a cumulative histogram, linearly within the bucket it falls in.
+func histogramQuantile(q float64, before, after map[float64]float64) time.Duration {
+	bounds := make([]float64, 0, len(after))
+	for b := range after {
+		bounds = append(bounds, b)
+	}
+	sort.Float64s(bounds)
+	if len(bounds) == 0 {
+		return 0
+	}
+	total := after[bounds[len(bounds)-1]] - before[bounds[len(bounds)-1]]
+	if total == 0 {
+		return 0
+	}
+	rank, lower, below := q*total, 0.0, 0.0
+	for _, b := range bounds {
+		cum := after[b] - before[b]
+		if cum >= rank {
+			if cum == below {
+				return seconds(b)
+			}
+			return seconds(lower + (b-lower)*(rank-below)/(cum-below))
+		}
+		lower, below = b, cum
+	}
+	return seconds(lower)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func perMinute(n float64, d time.Duration) float64 { return n / d.Minutes() }
+
+func (r *result) markdown(o options) string {
+	var b strings.Builder
+	host, _ := os.Hostname()
+	fmt.Fprintf(&b, "### %s\n\n", o.label)
+	fmt.Fprintf(&b, "Run %s on %s (%d CPUs, %s): `go run ./hack/benchoperator --mirrors %d --hanging %d --changes %d --steady %s --sync-interval %s`; "+
+		"KafkaMirrors with one source topic (3 partitions) on one pair of kfake clusters, topicSyncInterval %s, the operator's default 4 workers, logs discarded.\n\n",
+		r.started.UTC().Format(time.RFC3339), host, runtime.NumCPU(), runtime.Version(), o.mirrors, o.hanging, o.changes, o.steady, o.syncInterval, o.syncInterval)
+	fmt.Fprintf(&b, "| measure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| created -> all TopicsSynced | %s |\n", r.createdToSynced.Round(100*time.Millisecond))
+	s := r.steady
+	fmt.Fprintf(&b, "| steady state: reconciles | %.0f/min (%.1f/min per mirror), p50 %s, errors %.0f |\n",
+		perMinute(s.reconciles, s.length), perMinute(s.reconciles, s.length)/float64(o.mirrors), s.reconcileP50.Round(100*time.Microsecond), s.reconcileErrors)
+	fmt.Fprintf(&b, "| steady state: API writes | %.0f/min (%s); reads %.0f/min |\n", perMinute(float64(sum(s.writes)), s.length), writes(s), perMinute(float64(s.reads), s.length))
+	fmt.Fprintf(&b, "| steady state: Kafka connections opened | %.0f/min |\n", perMinute(float64(s.kafkaConns), s.length))
+	fmt.Fprintf(&b, "| steady state: CPU (operator + in-process kfake) | %.1f%% of a core |\n", 100*s.cpu.Seconds()/s.length.Seconds())
+	fmt.Fprintf(&b, "| steady state: RSS (operator + kfake + driver) | %.0f MiB |\n", s.rssMiB)
+	fmt.Fprintf(&b, "| steady state: machine load average (1 min, %d CPUs) | %.1f-%.1f |\n", runtime.NumCPU(), s.loadMin, s.loadMax)
+	fmt.Fprintf(&b, "| spec change on %d mirrors -> TopicsSynced | p50 %s, max %s |\n", len(r.change), r.change.pct(0.5).Round(10*time.Millisecond), r.change.pct(1).Round(10*time.Millisecond))
+	if o.hanging > 0 {
+		h := r.hangingWindow
+		fmt.Fprintf(&b, "| same, with %d mirrors on hanging clusters | p50 %s, max %s |\n", o.hanging, r.changeHanging.pct(0.5).Round(10*time.Millisecond), r.changeHanging.pct(1).Round(10*time.Millisecond))
+		fmt.Fprintf(&b, "| with hanging clusters: reconciles, workers busy, queue | %.0f/min, p50 %s; at most %.0f of 4 workers busy, queue depth up to %.0f |\n",
+			perMinute(h.reconciles, h.length), h.reconcileP50.Round(100*time.Microsecond), h.workersBusyMax, h.queueDepthMax)
+		fmt.Fprintf(&b, "| with hanging clusters: CPU, Kafka connections | %.1f%% of a core, %.0f/min |\n", 100*h.cpu.Seconds()/h.length.Seconds(), perMinute(float64(h.kafkaConns), h.length))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func writes(w window) string {
+	if len(w.writes) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(w.writes))
+	for k := range w.writes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, perMinute(float64(w.writes[k]), w.length)))
+	}
+	return strings.Join(parts, ", ")
+}
