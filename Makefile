@@ -66,6 +66,10 @@ image: build ## Build the OCI image without Docker: bin/image/oci (OCI layout), 
 	cd hack/image && go run . build --binary "$(CURDIR)/bin/kafka-mirror" --version "$(VERSION)" --commit "$(COMMIT)" \
 	  --created "$(SOURCE_DATE_EPOCH)" --ref "$(IMG)" --out "$(CURDIR)/bin/image"
 
+.PHONY: image-run
+image-run: image ## Run the image under runc with the chart's securityContext: version, a counted mirror, SIGTERM drains (root).
+	bash hack/image/run.sh
+
 ##@ Generate
 .PHONY: manifests
 manifests: controller-gen ## Generate CRD, RBAC and deepcopy from api/ and controllers/ into config/ and the chart.

@@ -10,6 +10,7 @@
 //
 //	go run . build --binary ../../bin/kafka-mirror --version v1 --commit abc --out ../../bin/image
 //	go run . unpack --layout ../../bin/image/oci --rootfs /tmp/rootfs
+//	go run . digest --layout ../../bin/image/oci
 package main
 
 import (
@@ -28,15 +29,17 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: image build|unpack [flags]")
+		return fmt.Errorf("usage: image build|unpack|digest [flags]")
 	}
 	switch args[0] {
 	case "build":
 		return runBuild(args[1:])
 	case "unpack":
 		return runUnpack(args[1:])
+	case "digest":
+		return runDigest(args[1:])
 	default:
-		return fmt.Errorf("unknown command %q: want build or unpack", args[0])
+		return fmt.Errorf("unknown command %q: want build, unpack or digest", args[0])
 	}
 }
 
@@ -82,4 +85,22 @@ func runUnpack(args []string) error {
 		return err
 	}
 	return Unpack(img, *rootfs)
+}
+
+func runDigest(args []string) error {
+	fs := flag.NewFlagSet("digest", flag.ContinueOnError)
+	layoutDir := fs.String("layout", "bin/image/oci", "the OCI layout that make image wrote")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	img, err := ReadLayout(*layoutDir)
+	if err != nil {
+		return err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return fmt.Errorf("while computing the image digest: %w", err)
+	}
+	fmt.Println(d)
+	return nil
 }
