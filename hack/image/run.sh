@@ -5,6 +5,8 @@
 #   1. hack/image/cmd/kafka-mirror-runc's live tests: `kafka-mirror version`, then
 #      `kafka-mirror run` against two kfake clusters with a counted workload, the
 #      securityContext read back from /proc, SIGTERM, exit code 0, 0 lost, 0 duplicated;
+#      then `kafka-mirror manager` with the chart's arguments against envtest's API server:
+#      ready, a KafkaMirror reconciled, SIGTERM, exit 0 within the grace period, Lease released;
 #   2. test/e2e's SIGTERM suite (E2E_RUN, default ^TestSIGTERM$) with every engine
 #      started in a container instead of as bin/kafka-mirror.
 # Needs root and runc (apt-get install runc). Leaves no container behind.
@@ -17,6 +19,9 @@ if ! command -v runc >/dev/null; then echo "image-run: runc is not installed (ap
 
 export KAFKA_MIRROR_IMAGE="$out/oci" KAFKA_MIRROR_ROOTFS="$out/rootfs"
 export KAFKA_MIRROR_RUNC_ROOT="/run/kafka-mirror-runc" KAFKA_MIRROR_RUNC_BUNDLES="$out/bundles"
+# TestRuncManager runs the operator against envtest's API server (built once, cached).
+KUBEBUILDER_ASSETS=$(bash "$root/hack/envtest.sh")
+export KUBEBUILDER_ASSETS
 cleanup() {
   for id in $(runc --root "$KAFKA_MIRROR_RUNC_ROOT" list -q 2>/dev/null); do
     echo "image-run: removing leftover container $id" >&2
@@ -31,7 +36,7 @@ start=$SECONDS
   go build -o "$out/kafka-mirror-runc" ./cmd/kafka-mirror-runc)
 echo "=== runc $(runc --version | head -1 | cut -d' ' -f3), image $(cd "$root/hack/image" && go run . digest --layout "$KAFKA_MIRROR_IMAGE")"
 
-echo "=== kafka-mirror version, run, SIGTERM drain under runc ($((SECONDS - start))s)"
+echo "=== kafka-mirror version, run and manager, SIGTERM under runc ($((SECONDS - start))s)"
 (cd "$root/hack/image" && KAFKA_MIRROR_RUNC_TEST=1 go test -count=1 -v -run 'TestRunc' ./cmd/kafka-mirror-runc/) |
   grep -vE '^=== (RUN|PAUSE|CONT)'
 
