@@ -285,6 +285,12 @@ func TestMirrorDeployment(t *testing.T) {
 				expect(t, "grace", *ps.TerminationGracePeriodSeconds, int64(40))
 			},
 		},
+		"log level": {
+			mirror: newMirror(func(m *v1alpha1.KafkaMirror) { m.Spec.LogLevel = "debug" }),
+			check: func(t *testing.T, m *v1alpha1.KafkaMirror, d *deploymentView) {
+				expect(t, "args", d.c.Args, []string{"run", "--config", "/etc/kafka-mirror/mirror.yaml", "--log-format", "json", "--log-level", "debug"})
+			},
+		},
 		"fleet pod options": {
 			mirror: newMirror(func(m *v1alpha1.KafkaMirror) {
 				m.Spec.Pod = v1alpha1.MirrorPodSpec{
@@ -487,6 +493,21 @@ func TestManagedKafkaAuth(t *testing.T) {
 		ClientSecretFile: "/etc/kafka-mirror/secrets/source-oauth/client-secret", Scopes: []string{"kafka"},
 		Extensions: map[string]string{"logicalCluster": "lkc-1"}})
 	expect(t, "aws", *cfg.Target.SASL.AWS, config.AWS{Region: "eu-west-1", RoleARN: "arn:aws:iam::123456789012:role/mirror"})
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("the engine rejects the rendered config: %v", err)
+	}
+}
+
+// TestRenderClientTuning: the producer and consumer tuning reach mirror.yaml, and the
+// engine accepts them.
+func TestRenderClientTuning(t *testing.T) {
+	m := newMirror(func(m *v1alpha1.KafkaMirror) {
+		m.Spec.Producer = &v1alpha1.ProducerSpec{Compression: "zstd", FlushFrequency: &metav1.Duration{Duration: 5 * time.Millisecond}, FlushBytes: 1 << 20, FlushMessages: 1000}
+		m.Spec.Consumer = &v1alpha1.ConsumerSpec{FetchMinBytes: 1 << 10, FetchPartitionBytes: 4 << 20, FetchMaxWait: &metav1.Duration{Duration: 200 * time.Millisecond}}
+	})
+	cfg := RenderConfig(m)
+	expect(t, "producer", *cfg.Producer, config.Producer{Compression: "zstd", FlushFrequency: config.Duration{Duration: 5 * time.Millisecond}, FlushBytes: 1 << 20, FlushMessages: 1000})
+	expect(t, "consumer", *cfg.Consumer, config.Consumer{FetchMinBytes: 1 << 10, FetchPartitionBytes: 4 << 20, FetchMaxWait: config.Duration{Duration: 200 * time.Millisecond}})
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("the engine rejects the rendered config: %v", err)
 	}

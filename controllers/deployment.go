@@ -129,7 +129,7 @@ func mirrorDeployment(m *v1alpha1.KafkaMirror, image, configHash string) *appsv1
 						Name:            containerName,
 						Image:           image,
 						ImagePullPolicy: pod.ImagePullPolicy,
-						Args:            []string{"run", "--config", configPath, "--log-format", "json"},
+						Args:            engineArgs(m),
 						Ports: []corev1.ContainerPort{{
 							Name: metricsPortName, ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP,
 						}},
@@ -152,6 +152,15 @@ func mirrorDeployment(m *v1alpha1.KafkaMirror, image, configHash string) *appsv1
 			},
 		},
 	}
+}
+
+// engineArgs runs the engine on the rendered config, logging JSON at spec.logLevel.
+func engineArgs(m *v1alpha1.KafkaMirror) []string {
+	args := []string{"run", "--config", configPath, "--log-format", "json"}
+	if m.Spec.LogLevel != "" {
+		args = append(args, "--log-level", m.Spec.LogLevel)
+	}
+	return args
 }
 
 // containerEnv is the mirror container's environment: the rack from the downward API

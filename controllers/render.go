@@ -58,7 +58,17 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 		c.DeliveryTimeout.Duration = d.Duration
 	}
 	if p := s.Producer; p != nil {
-		c.Producer = &config.Producer{MaxMessageBytes: int(p.MaxMessageBytes)}
+		c.Producer = &config.Producer{MaxMessageBytes: int(p.MaxMessageBytes), Compression: p.Compression,
+			FlushBytes: int(p.FlushBytes), FlushMessages: int(p.FlushMessages)}
+		if p.FlushFrequency != nil {
+			c.Producer.FlushFrequency.Duration = p.FlushFrequency.Duration
+		}
+	}
+	if k := s.Consumer; k != nil {
+		c.Consumer = &config.Consumer{FetchMinBytes: k.FetchMinBytes, FetchPartitionBytes: k.FetchPartitionBytes}
+		if k.FetchMaxWait != nil {
+			c.Consumer.FetchMaxWait.Duration = k.FetchMaxWait.Duration
+		}
 	}
 	for _, h := range s.Handlers {
 		hs := config.HandlerSpec{Name: h.Name, Args: h.Args}

@@ -189,6 +189,15 @@ type KafkaMirrorSpec struct {
 	// +optional
 	Producer *ProducerSpec `json:"producer,omitempty"`
 
+	// consumer tunes the fetches from the source.
+	// +optional
+	Consumer *ConsumerSpec `json:"consumer,omitempty"`
+
+	// logLevel is the mirror engine's log level: debug, info, warn or error. Default info.
+	// +optional
+	// +kubebuilder:validation:Enum=debug;info;warn;error
+	LogLevel string `json:"logLevel,omitempty"`
+
 	// groups turns on consumer-group offset translation, so consumers can fail over to
 	// the target: the engine records where source records landed on the target (in the
 	// compacted topic __kafka-mirror.offset-syncs.<consumerGroup> there), translates the
@@ -306,6 +315,48 @@ type ProducerSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	MaxMessageBytes int32 `json:"maxMessageBytes,omitempty"`
+
+	// compression is the codec of the batches written to the target. Default none (the
+	// engine's size checks count uncompressed bytes; lz4 saves cross-zone bytes for
+	// little CPU).
+	// +optional
+	// +kubebuilder:validation:Enum=none;gzip;snappy;lz4;zstd
+	Compression string `json:"compression,omitempty"`
+
+	// flushFrequency sends a batch at least this often, as a duration string. Default:
+	// as soon as the previous request to that broker is answered.
+	// +optional
+	FlushFrequency *metav1.Duration `json:"flushFrequency,omitempty"`
+
+	// flushBytes sends a batch once it holds this many bytes.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=104792064
+	FlushBytes int32 `json:"flushBytes,omitempty"`
+
+	// flushMessages sends a batch once it holds this many records.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FlushMessages int32 `json:"flushMessages,omitempty"`
+}
+
+// ConsumerSpec tunes the fetches from the source.
+type ConsumerSpec struct {
+	// fetchMinBytes is how many bytes a fetch waits for (up to fetchMaxWait). Default 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FetchMinBytes int32 `json:"fetchMinBytes,omitempty"`
+
+	// fetchPartitionBytes is how many bytes a fetch asks for per partition. Default 1 MiB.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FetchPartitionBytes int32 `json:"fetchPartitionBytes,omitempty"`
+
+	// fetchMaxWait is how long the broker may wait for fetchMinBytes, at most 10s.
+	// Default 500ms.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) <= duration('10s')",message="consumer.fetchMaxWait must be a duration of at most 10s, such as 500ms"
+	FetchMaxWait *metav1.Duration `json:"fetchMaxWait,omitempty"`
 }
 
 // ClusterSpec says how to reach one Kafka cluster. Credentials come from Secrets in

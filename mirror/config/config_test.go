@@ -288,6 +288,17 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *Config) { c.Target.TLS = &TLS{CertFile: "/c.pem"} },
 			want:   []string{`target.tls: Invalid value: "certFile/keyFile": certFile and keyFile must be set together`},
 		},
+		"client tuning out of range": {
+			mutate: func(c *Config) {
+				c.Producer = &Producer{Compression: "brotli", FlushBytes: -1}
+				c.Consumer = &Consumer{FetchMaxWait: Duration{Duration: time.Minute}}
+			},
+			want: []string{
+				`producer.compression: Unsupported value: "brotli": supported values: "none", "gzip", "snappy", "lz4", "zstd"`,
+				"producer.flushBytes: Invalid value: -1: must be between 0 and 104792064",
+				`consumer.fetchMaxWait: Invalid value: "1m0s": must be between 0 and 10s: a longer wait delays the drain before a rebalance`,
+			},
+		},
 		"sasl unknown mechanism": {
 			mutate: func(c *Config) { c.Source.SASL = &SASL{Mechanism: "GSSAPI"} },
 			want: []string{

@@ -66,6 +66,8 @@ type Config struct {
 	MaxInFlightBytes int64 `json:"maxInFlightBytes,omitempty"`
 	// Producer tunes the producer that writes to the target.
 	Producer *Producer `json:"producer,omitempty"`
+	// Consumer tunes the fetches from the source.
+	Consumer *Consumer `json:"consumer,omitempty"`
 	// Handlers is an ordered chain of message handlers applied to every record.
 	Handlers []HandlerSpec `json:"handlers,omitempty"`
 	// RebalanceListener is a named listener called when partitions are assigned or
@@ -133,6 +135,44 @@ type Producer struct {
 	// may not describe the target's configs, or to send smaller batches. Default: unset,
 	// the target's limits.
 	MaxMessageBytes int `json:"maxMessageBytes,omitempty"`
+	// Compression is the codec of the batches written to the target: none, gzip,
+	// snappy, lz4 or zstd (lz4 is cheap on CPU and saves cross-zone bytes). Default
+	// none: the engine sizes batches against the target's limits in uncompressed bytes,
+	// which is exact only without compression (an incompressible record near the limit
+	// can grow past it), and sarama cannot pass a source batch on with its own codec.
+	Compression string `json:"compression,omitempty"`
+	// FlushFrequency sends a batch at least this often. Default: unset, as soon as the
+	// previous request to that broker is answered.
+	FlushFrequency Duration `json:"flushFrequency,omitempty"`
+	// FlushBytes sends a batch once it holds this many bytes. Default: unset.
+	FlushBytes int `json:"flushBytes,omitempty"`
+	// FlushMessages sends a batch once it holds this many records. Default: unset.
+	FlushMessages int `json:"flushMessages,omitempty"`
+}
+
+// Compression codecs for producer.compression.
+const (
+	CompressionNone   = "none"
+	CompressionGzip   = "gzip"
+	CompressionSnappy = "snappy"
+	CompressionLZ4    = "lz4"
+	CompressionZstd   = "zstd"
+	// DefaultCompression is used when producer.compression is unset.
+	DefaultCompression = CompressionNone
+)
+
+// Compressions lists the producer.compression values, for messages.
+var Compressions = []string{CompressionNone, CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd}
+
+// Consumer tunes the fetches from the source.
+type Consumer struct {
+	// FetchMinBytes is how many bytes a fetch waits for (up to fetchMaxWait). Default 1.
+	FetchMinBytes int32 `json:"fetchMinBytes,omitempty"`
+	// FetchPartitionBytes is how many bytes a fetch asks for per partition (a larger
+	// record batch is still fetched whole). Default 1 MiB.
+	FetchPartitionBytes int32 `json:"fetchPartitionBytes,omitempty"`
+	// FetchMaxWait is how long the broker may wait for fetchMinBytes. Default 500ms.
+	FetchMaxWait Duration `json:"fetchMaxWait,omitempty"`
 }
 
 // Cluster says how to reach one Kafka cluster.
@@ -366,6 +406,14 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // BoolPtr returns a pointer to b, for the optional booleans of Config.
 func BoolPtr(b bool) *bool { return &b }
+
+// ProducerCompression returns producer.compression, DefaultCompression when unset.
+func (c *Config) ProducerCompression() string {
+	if c.Producer == nil || c.Producer.Compression == "" {
+		return DefaultCompression
+	}
+	return c.Producer.Compression
+}
 
 // ProducerMaxMessageBytes returns producer.maxMessageBytes, 0 when unset.
 func (c *Config) ProducerMaxMessageBytes() int {

@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -97,6 +99,7 @@ func (c *Config) ValidateFields(root *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(root.Child("producer", "maxMessageBytes"), m,
 			fmt.Sprintf("must be between %d and %d bytes (unset: the target topics' max.message.bytes)", MinMaxMessageBytes, MaxMaxMessageBytes)))
 	}
+	errs = append(errs, c.validateClientTuning(root)...)
 	for i, h := range c.Handlers {
 		errs = append(errs, h.validate(root.Child("handlers").Index(i))...)
 	}
@@ -292,3 +295,38 @@ func validateSASL(s *SASL, sp *field.Path) field.ErrorList {
 	}
 	return errs
 }
+
+func (c *Config) validateClientTuning(root *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if p := c.Producer; p != nil {
+		pp := root.Child("producer")
+		if p.Compression != "" && !slices.Contains(Compressions, p.Compression) {
+			errs = append(errs, field.NotSupported(pp.Child("compression"), p.Compression, Compressions))
+		}
+		if p.FlushFrequency.Duration < 0 {
+			errs = append(errs, field.Invalid(pp.Child("flushFrequency"), p.FlushFrequency.String(), "must not be negative"))
+		}
+		if p.FlushBytes < 0 || p.FlushBytes > MaxMaxMessageBytes {
+			errs = append(errs, field.Invalid(pp.Child("flushBytes"), p.FlushBytes, fmt.Sprintf("must be between 0 and %d", MaxMaxMessageBytes)))
+		}
+		if p.FlushMessages < 0 {
+			errs = append(errs, field.Invalid(pp.Child("flushMessages"), p.FlushMessages, "must not be negative"))
+		}
+	}
+	if k := c.Consumer; k != nil {
+		cp := root.Child("consumer")
+		if k.FetchMinBytes < 0 {
+			errs = append(errs, field.Invalid(cp.Child("fetchMinBytes"), k.FetchMinBytes, "must not be negative"))
+		}
+		if k.FetchPartitionBytes < 0 {
+			errs = append(errs, field.Invalid(cp.Child("fetchPartitionBytes"), k.FetchPartitionBytes, "must not be negative"))
+		}
+		if w := k.FetchMaxWait.Duration; w < 0 || w > maxFetchWait {
+			errs = append(errs, field.Invalid(cp.Child("fetchMaxWait"), k.FetchMaxWait.String(), "must be between 0 and "+maxFetchWait.String()+": a longer wait delays the drain before a rebalance"))
+		}
+	}
+	return errs
+}
+
+// maxFetchWait bounds consumer.fetchMaxWait: a fetch in flight holds up a drain.
+const maxFetchWait = 10 * time.Second

@@ -385,3 +385,61 @@ func TestRack(t *testing.T) {
 		})
 	}
 }
+
+// TestClientTuning: producer.compression, flush* and consumer.fetch* reach sarama, every
+// codec passes sarama's own validation with the engine's protocol version, and the
+// default is none.
+func TestClientTuning(t *testing.T) {
+	base := func(mutate func(*config.Config)) *config.Config {
+		c := &config.Config{Source: config.Cluster{BootstrapServers: []string{"s:9092"}},
+			Target: config.Cluster{BootstrapServers: []string{"t:9092"}}, ConsumerGroup: "g"}
+		if mutate != nil {
+			mutate(c)
+		}
+		c.Default()
+		return c
+	}
+	codecs := map[string]sarama.CompressionCodec{"": sarama.CompressionNone, "none": sarama.CompressionNone,
+		"gzip": sarama.CompressionGZIP, "snappy": sarama.CompressionSnappy, "lz4": sarama.CompressionLZ4, "zstd": sarama.CompressionZSTD}
+	for name, want := range codecs {
+		t.Run("compression "+name, func(t *testing.T) {
+			pc, err := ProducerConfig(base(func(c *config.Config) { c.Producer = &config.Producer{Compression: name} }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pc.Producer.Compression != want {
+				t.Fatalf("codec = %v, want %v", pc.Producer.Compression, want)
+			}
+		})
+	}
+	t.Run("flush and fetch", func(t *testing.T) {
+		c := base(func(c *config.Config) {
+			c.Producer = &config.Producer{FlushFrequency: config.Duration{Duration: 5 * time.Millisecond}, FlushBytes: 1 << 20, FlushMessages: 500}
+			c.Consumer = &config.Consumer{FetchMinBytes: 64 << 10, FetchPartitionBytes: 4 << 20, FetchMaxWait: config.Duration{Duration: 100 * time.Millisecond}}
+		})
+		pc, err := ProducerConfig(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := pc.Producer.Flush; f.Frequency != 5*time.Millisecond || f.Bytes != 1<<20 || f.Messages != 500 {
+			t.Fatalf("flush = %+v", f)
+		}
+		cc, err := ConsumerConfig(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := cc.Consumer.Fetch; f.Min != 64<<10 || f.Default != 4<<20 || cc.Consumer.MaxWaitTime != 100*time.Millisecond {
+			t.Fatalf("fetch = %+v, wait %v", f, cc.Consumer.MaxWaitTime)
+		}
+	})
+	t.Run("unset keeps sarama's fetch defaults", func(t *testing.T) {
+		cc, err := ConsumerConfig(base(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		def := sarama.NewConfig()
+		if cc.Consumer.Fetch != def.Consumer.Fetch || cc.Consumer.MaxWaitTime != def.Consumer.MaxWaitTime {
+			t.Fatalf("fetch = %+v/%v, want sarama's %+v/%v", cc.Consumer.Fetch, cc.Consumer.MaxWaitTime, def.Consumer.Fetch, def.Consumer.MaxWaitTime)
+		}
+	})
+}

@@ -37,6 +37,12 @@ func ProducerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
 	// Larger channels than sarama's 256 keep the producer's pipeline full when many
 	// partitions feed it.
 	sc.ChannelBufferSize = 4096
+	p.Compression = compressionCodec(c.ProducerCompression())
+	if t := c.Producer; t != nil {
+		p.Flush.Frequency = t.FlushFrequency.Duration
+		p.Flush.Bytes = t.FlushBytes
+		p.Flush.Messages = t.FlushMessages
+	}
 	if c.NoDataLossEnabled() {
 		p.RequiredAcks = sarama.WaitForAll
 		p.Idempotent = true
@@ -111,6 +117,17 @@ func ConsumerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
 	co.Group.ResetInvalidOffsets = false
 	co.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategySticky()}
 	sc.ChannelBufferSize = ConsumerChannelBuffer
+	if k := c.Consumer; k != nil {
+		if k.FetchMinBytes > 0 {
+			co.Fetch.Min = k.FetchMinBytes
+		}
+		if k.FetchPartitionBytes > 0 {
+			co.Fetch.Default = k.FetchPartitionBytes
+		}
+		if k.FetchMaxWait.Duration > 0 {
+			co.MaxWaitTime = k.FetchMaxWait.Duration
+		}
+	}
 	if c.NoDataLossEnabled() {
 		co.IsolationLevel = sarama.ReadCommitted
 	}
@@ -176,4 +193,19 @@ func retriesFor(timeout time.Duration) int {
 		n++
 	}
 	return max(n, 1)
+}
+
+// compressionCodec maps producer.compression to sarama's codec.
+func compressionCodec(name string) sarama.CompressionCodec {
+	switch name {
+	case config.CompressionGzip:
+		return sarama.CompressionGZIP
+	case config.CompressionSnappy:
+		return sarama.CompressionSnappy
+	case config.CompressionLZ4:
+		return sarama.CompressionLZ4
+	case config.CompressionZstd:
+		return sarama.CompressionZSTD
+	}
+	return sarama.CompressionNone
 }
