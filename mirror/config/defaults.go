@@ -13,6 +13,8 @@ const (
 	DefaultTopicSyncInterval       = 30 * time.Second
 	DefaultMaxInFlightPerPartition = 10000
 	DefaultMetricsAddress          = ":8080"
+	DefaultDelivery                = DeliveryAtLeastOnce
+	DefaultTransactionInterval     = 100 * time.Millisecond
 )
 
 // Default fills every unset field with its default value. It is idempotent and leaves
@@ -55,6 +57,12 @@ func (c *Config) Default() {
 	}
 	if c.MaxInFlightPerPartition == 0 {
 		c.MaxInFlightPerPartition = DefaultMaxInFlightPerPartition
+	}
+	if c.Delivery == "" {
+		c.Delivery = DefaultDelivery
+	}
+	if c.TransactionInterval.Duration == 0 {
+		c.TransactionInterval.Duration = min(DefaultTransactionInterval, c.OffsetCommitInterval.Duration)
 	}
 	if c.Metrics.Address == "" {
 		c.Metrics.Address = DefaultMetricsAddress
