@@ -154,12 +154,12 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, log logr.Logger) 
 		}
 		switch {
 		case b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 && b.Metadata == txnProgressMetadata(tp.topic, tp.partition):
-			sess.ResetOffset(tp.topic, tp.partition, b.Offset, "")
+			seek(sess, tp, b.Offset)
 			log.V(1).Info("Resumed from the offset committed in the last target transaction",
 				"topic", tp.topic, "partition", tp.partition, "offset", b.Offset, "sourceGroupOffset", srcOff)
 		case b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset > srcOff && b.Metadata == progressMetadata(tp.topic, tp.partition):
 			// Written by an at-least-once run: a backup of the source group's offset.
-			sess.ResetOffset(tp.topic, tp.partition, b.Offset, "")
+			seek(sess, tp, b.Offset)
 			log.Info("Started exactly-once from the at-least-once target-side progress", "topic", tp.topic, "partition", tp.partition, "offset", b.Offset)
 		case srcOff >= 0:
 			log.Info("Started exactly-once from the source group's offset: the target holds no transaction of this partition yet",
@@ -171,6 +171,14 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, log logr.Logger) 
 		x.put(tp, w)
 	}
 	return nil
+}
+
+// seek makes the session's claim of tp start at offset, which may be before or after
+// the source group's offset: sarama's MarkOffset only moves forward and ResetOffset
+// only back.
+func seek(sess sarama.ConsumerGroupSession, tp partitionKey, offset int64) {
+	sess.MarkOffset(tp.topic, tp.partition, offset, "")
+	sess.ResetOffset(tp.topic, tp.partition, offset, "")
 }
 
 // txnWriter is one source partition's transactional producer and what its results

@@ -182,7 +182,7 @@ func TestExactlyOnceZombieFenced(t *testing.T) {
 		t.Fatal("the zombie committed its transaction after the new owner opened the same transactional id")
 	}
 	if !errors.Is(zerr, sarama.ErrProducerFenced) && !errors.Is(zerr, sarama.ErrInvalidProducerEpoch) {
-		t.Logf("zombie's commit refused with %v (not a fencing error code, but refused)", zerr)
+		t.Fatalf("the zombie's commit failed with %v, want PRODUCER_FENCED (90) or INVALID_PRODUCER_EPOCH", zerr)
 	}
 	zombie.close()
 	send(owner, "owner", 3)
@@ -208,7 +208,7 @@ func TestExactlyOnceZombieFenced(t *testing.T) {
 	if o == nil || o.Offset != 3 || o.Metadata != txnProgressMetadata(testTopic, 0) {
 		t.Fatalf("target-side offset = %+v, want the new owner's 3 with its metadata", o)
 	}
-	t.Logf("zombie fenced: its commit failed with %q; read_committed sees the new owner's 3 records and offset 3", zerr)
+	t.Logf("zombie fenced: its commit failed with PRODUCER_FENCED (%q, as sarama names code 90); read_committed sees the new owner's 3 records and offset 3", zerr)
 }
 
 // TestExactlyOnceTargetOutage cuts the target off for a few seconds while records flow:
