@@ -70,6 +70,8 @@ func TestParseValid(t *testing.T) {
 					DeliveryTimeout:         Duration{2 * time.Minute},
 					TopicSyncInterval:       Duration{30 * time.Second},
 					MaxInFlightPerPartition: 10000,
+					Delivery:                DeliveryAtLeastOnce,
+					TransactionInterval:     Duration{100 * time.Millisecond},
 					Metrics:                 Metrics{Address: ":8080"},
 				}
 				if !reflect.DeepEqual(c, want) {
@@ -338,6 +340,37 @@ func TestValidate(t *testing.T) {
 		"listener without name": {
 			mutate: func(c *Config) { c.RebalanceListener = &PluginSpec{Name: " "} },
 			want:   []string{"rebalanceListener.name: Required value: the name of a registered rebalance listener"},
+		},
+		"delivery": {
+			mutate: func(c *Config) { c.Delivery = "atMostOnce" },
+			want:   []string{`delivery: Unsupported value: "atMostOnce": supported values: "atLeastOnce", "exactlyOnce"`},
+		},
+		"exactlyOnce with what it cannot keep per partition": {
+			mutate: func(c *Config) {
+				c.Delivery = DeliveryExactlyOnce
+				c.Partitioning = PartitioningHash
+				c.Handlers = []HandlerSpec{{CEL: &CELHandler{Filter: "true", OnError: OnErrorFail}}, {Name: "split"}}
+				c.NoDataLoss = BoolPtr(false)
+			},
+			want: []string{
+				`partitioning: Invalid value: "hash": delivery exactlyOnce needs partitioning preserve: its transactions and fencing are per source partition`,
+				`handlers[1].name: Invalid value: "split": delivery exactlyOnce allows CEL handlers only: a named handler may fan a record out`,
+				"noDataLoss: Invalid value: false: delivery exactlyOnce needs noDataLoss true",
+			},
+		},
+		"transactionInterval above the commit interval": {
+			mutate: func(c *Config) {
+				c.Delivery = DeliveryExactlyOnce
+				c.TransactionInterval.Duration = 10 * time.Second
+			},
+			want: []string{`transactionInterval: Invalid value: "10s": must be at most offsetCommitInterval (5s)`},
+		},
+		"transactionInterval negative": {
+			mutate: func(c *Config) {
+				c.Delivery = DeliveryExactlyOnce
+				c.TransactionInterval.Duration = -time.Second
+			},
+			want: []string{`transactionInterval: Invalid value: "-1s": must be a positive duration`},
 		},
 		"metrics address": {
 			mutate: func(c *Config) { c.Metrics.Address = "8080" },
