@@ -55,6 +55,9 @@ type KafkaMirrorList struct {
 //
 // +kubebuilder:validation:XValidation:rule="!self.source.bootstrapServers.exists(s, self.target.bootstrapServers.exists(t, s.lowerAscii() == t.lowerAscii())) || (has(self.topics.rename) && ((has(self.topics.rename.prefix) && size(self.topics.rename.prefix) > 0) || (has(self.topics.rename.template) && size(self.topics.rename.template) > 0 && self.topics.rename.template != '{topic}')))",message="source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads (a mirror loop); set topics.rename.prefix or topics.rename.template"
 // +kubebuilder:validation:XValidation:rule="has(self.consumerGroup) == has(oldSelf.consumerGroup) && (!has(self.consumerGroup) || self.consumerGroup == oldSelf.consumerGroup)",message="consumerGroup is immutable: it cannot be set, changed or removed after creation, because the mirror's committed offsets live in that group"
+// +kubebuilder:validation:XValidation:rule="!has(self.delivery) || self.delivery != 'exactlyOnce' || !has(self.partitioning) || self.partitioning == 'preserve'",message="delivery exactlyOnce needs partitioning preserve: its transactions and fencing are per source partition"
+// +kubebuilder:validation:XValidation:rule="!has(self.delivery) || self.delivery != 'exactlyOnce' || !has(self.handlers) || self.handlers.all(h, !has(h.name) || size(h.name) == 0)",message="delivery exactlyOnce allows CEL handlers only: a named handler may fan a record out"
+// +kubebuilder:validation:XValidation:rule="!has(self.transactionInterval) || !has(self.offsetCommitInterval) || duration(self.transactionInterval) <= duration(self.offsetCommitInterval)",message="transactionInterval must be at most offsetCommitInterval"
 type KafkaMirrorSpec struct {
 	// source is the cluster records are read from.
 	// +required
@@ -183,6 +186,24 @@ type KafkaMirrorSpec struct {
 	// producer tunes the producer that writes to the target.
 	// +optional
 	Producer *ProducerSpec `json:"producer,omitempty"`
+
+	// delivery is the guarantee a read_committed consumer of the target gets:
+	// atLeastOnce (a crash may re-send what was not yet committed) or exactlyOnce
+	// (records and source offsets are written in one target transaction per source
+	// partition, so every source record is seen exactly once across crashes, rebalances
+	// and target outages; needs partitioning preserve and CEL handlers only; see
+	// docs/exactly-once.md). Default atLeastOnce.
+	// +optional
+	// +kubebuilder:validation:Enum=atLeastOnce;exactlyOnce
+	Delivery string `json:"delivery,omitempty"`
+
+	// transactionInterval is how long one exactlyOnce transaction collects a source
+	// partition's records before it is committed (the latency read_committed consumers
+	// see), as a duration string; at most offsetCommitInterval. Default 100ms; used only
+	// with delivery exactlyOnce.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="transactionInterval must be a positive duration such as 100ms"
+	TransactionInterval *metav1.Duration `json:"transactionInterval,omitempty"`
 
 	// pod customises the mirror pods: image, resources and scheduling.
 	// +optional

@@ -230,6 +230,11 @@ func (in *KafkaMirrorSpec) DeepCopyInto(out *KafkaMirrorSpec) {
 		*out = new(ProducerSpec)
 		**out = **in
 	}
+	if in.TransactionInterval != nil {
+		in, out := &in.TransactionInterval, &out.TransactionInterval
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	in.Pod.DeepCopyInto(&out.Pod)
 }
 
