@@ -57,8 +57,10 @@ type exactlyOnce struct {
 	mu      sync.Mutex
 	writers map[partitionKey]*txnWriter
 
-	// committed and failed count transactions, for tests and logs.
-	committed, failed atomic.Int64
+	// committed, failed and fenced count transactions, and leftOpen the claims that
+	// ended with a transaction open (a kill, a fatal error, a commit past the drain),
+	// for tests and logs.
+	committed, failed, fenced, leftOpen atomic.Int64
 }
 
 func newExactlyOnce(e *Engine) *exactlyOnce {
@@ -330,6 +332,7 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 	t := &txnClaim{c: c, w: w, ss: ss}
 	err := t.run(sess.Context(), claim)
 	if t.open {
+		e.txn.leftOpen.Add(1)
 		// Never committed: not in flight any more for the delivery watch, and the
 		// source group's offset stays at the transaction's first record.
 		part.setUnsent(1)
@@ -349,10 +352,18 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 		if e.isFailed() {
 			return nil
 		}
-		// The next session fences this id again and re-reads the target's offset, so
-		// nothing is lost or written twice; this claim returning ends the session.
-		s.log.Error(err, "Failed a transaction; the partition restarts from the offset its last committed transaction wrote",
-			"topic", c.topic, "partition", part.partition, "transactionalId", w.id)
+		if !fenced(err) {
+			// Like a send that finally failed: sarama retried for deliveryTimeout. The
+			// restart fences this id and resumes from the target's offset.
+			e.fail(err)
+			return nil
+		}
+		// Another owner opened this id: this process was a zombie. Its transaction is
+		// aborted; this claim returning ends the session, and the next one is assigned
+		// afresh.
+		e.txn.fenced.Add(1)
+		s.log.Info("Was fenced by a newer owner of the partition; its open transaction is aborted",
+			"topic", c.topic, "partition", part.partition, "transactionalId", w.id, "reason", err.Error())
 	}
 	e.commitSession(ss.final, ss)
 	return nil
@@ -477,6 +488,11 @@ func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 	t.count++
 	t.next = m.Offset + 1
 	return nil
+}
+
+// fenced reports whether err says a newer producer opened the same transactional id.
+func fenced(err error) bool {
+	return errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch)
 }
 
 // setKV sets a producer message's key and value, keeping null apart from empty.

@@ -39,7 +39,7 @@ func TestExactlyOnceCrashes(t *testing.T) {
 		}
 	}()
 
-	var txns, killedAt int64 // over all killed engines
+	var txns, killedAt, leftOpen int64 // over all killed engines
 	for kill := 1; kill <= 3; kill++ {
 		r := startEngine(t, c.exactlyOnceConfig(t), testLogger(t))
 		testutil.WaitFor(t, 60*time.Second, "3000 more records committed in transactions", func() bool {
@@ -52,7 +52,12 @@ func TestExactlyOnceCrashes(t *testing.T) {
 		s := r.e.Stats()
 		killedAt += s.Records
 		txns += r.e.txn.committed.Load()
-		t.Logf("kill %d: %d records committed in %d transactions before the kill", kill, s.Records, r.e.txn.committed.Load())
+		leftOpen += r.e.txn.leftOpen.Load()
+		t.Logf("kill %d: %d records committed in %d transactions before the kill, %d transactions left open",
+			kill, s.Records, r.e.txn.committed.Load(), r.e.txn.leftOpen.Load())
+	}
+	if leftOpen == 0 {
+		t.Fatal("no kill left a transaction open: the test did not kill mid-transaction")
 	}
 	last := startEngine(t, c.exactlyOnceConfig(t), testLogger(t))
 	time.Sleep(time.Second)
@@ -67,8 +72,8 @@ func TestExactlyOnceCrashes(t *testing.T) {
 	if err := last.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("3 kills, %d transactions committed before them: %d records, 0 lost, 0 duplicates, in %v",
-		txns, res.records, time.Since(start).Round(time.Millisecond))
+	t.Logf("3 kills, %d transactions committed before them and %d left open: %d records, 0 lost, 0 duplicates, in %v",
+		txns, leftOpen, res.records, time.Since(start).Round(time.Millisecond))
 }
 
 // TestExactlyOnceTakeover runs two members; one is killed while records flow and the
@@ -91,7 +96,7 @@ func TestExactlyOnceTakeover(t *testing.T) {
 	if err := a.wait(t, 30*time.Second); err != nil {
 		t.Fatalf("Run after Abort = %v, want nil", err)
 	}
-	aRecords := a.e.Stats().Records
+	aRecords, aOpen := a.e.Stats().Records, a.e.txn.leftOpen.Load()
 	bBefore := b.e.txn.committed.Load()
 	testutil.WaitFor(t, 60*time.Second, "the survivor committing every partition", func() bool {
 		s := b.e.Stats()
@@ -113,8 +118,8 @@ func TestExactlyOnceTakeover(t *testing.T) {
 	if err := b.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("killed member committed %d records; survivor took over: %d records read committed, 0 lost, 0 duplicates",
-		aRecords, res.records)
+	t.Logf("killed member committed %d records and left %d transactions open; survivor took over: %d records read committed, 0 lost, 0 duplicates",
+		aRecords, aOpen, res.records)
 }
 
 // TestExactlyOnceScale scales the mirror from 1 to 3 processes and back to 1 while
@@ -260,7 +265,7 @@ func TestExactlyOnceZombieFenced(t *testing.T) {
 }
 
 // TestExactlyOnceTargetOutage cuts the target off for a few seconds while records flow:
-// transactions wait or fail and are retried from the last committed offset, and a
+// transactions wait for the target (sarama retries for deliveryTimeout), and a
 // read_committed reader sees every record exactly once.
 func TestExactlyOnceTargetOutage(t *testing.T) {
 	const partitions = 4
@@ -289,6 +294,9 @@ func TestExactlyOnceTargetOutage(t *testing.T) {
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run = %v after the outage, want nil", err)
 	}
-	t.Logf("5 s target outage: %d transactions failed and were retried; %d records, 0 lost, 0 duplicates",
+	if n := r.e.txn.failed.Load(); n != 0 {
+		t.Fatalf("%d transactions failed during a 5 s outage, want 0 (they retry for deliveryTimeout, 20 s)", n)
+	}
+	t.Logf("5 s target outage: %d transactions failed; %d records, 0 lost, 0 duplicates",
 		r.e.txn.failed.Load(), res.records)
 }
