@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,6 +44,59 @@ func TestKill9ExactlyOnce(t *testing.T) {
 	e.stop(time.Minute)
 	s.assertAudit(rep, 0)
 	s.figures(rep, map[string]any{"kills": kills, "delivery": "exactlyOnce", "isolation": "read_committed"})
+}
+
+// TestZombieFencedExactlyOnce: two engines mirror with delivery exactlyOnce; one is
+// paused (SIGSTOP) with its transactions open until the group gives its partitions to
+// the other, which fences them, then resumed (SIGCONT). The resumed zombie's writes are
+// refused (it logs that it was fenced), and a read_committed reader of the target sees
+// every record exactly once.
+func TestZombieFencedExactlyOnce(t *testing.T) {
+	s := newScenario(t, stdTopics())
+	cfg := s.config(func(c *config.Config) {
+		c.Streams = 1
+		c.Handlers = skipFilter
+		c.Delivery = config.DeliveryExactlyOnce
+		c.TransactionInterval = config.Duration{Duration: 100 * time.Millisecond}
+	})
+	w := s.stdWorkload(skipFraction)
+	w.Rate = 4000
+	zombie := s.startEngine("zombie", cfg)
+	other := s.startEngine("other", cfg)
+	bg := s.produce(w)
+	bg.waitSent(w.Records / 4)
+	s.waitCommittedTarget(s.committedTargetSum()+2000, time.Minute)
+	joins := other.countLog("Joined the consumer group")
+	if err := zombie.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// The group evicts the paused member after its session timeout and gives every
+	// partition to the other engine, whose Setup fences the zombie's transactional ids.
+	deadline := time.Now().Add(2 * time.Minute)
+	for other.countLog("Joined the consumer group") == joins {
+		if time.Now().After(deadline) {
+			t.Fatalf("the other engine never took the paused one's partitions over; log tail:\n%s", other.logTail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.waitCommittedTarget(s.committedTargetSum()+2000, time.Minute)
+	if err := zombie.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(time.Minute)
+	for zombie.countLog("Was fenced by a newer owner") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the resumed zombie never reported being fenced; log tail:\n%s", zombie.logTail(30))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fencedClaims := zombie.countLog("Was fenced by a newer owner")
+	p := bg.wait(t)
+	rep := s.waitCompleteCommitted(p, audit.Options{Filtered: audit.SkipHeaderFiltered})
+	zombie.stop(time.Minute)
+	other.stop(time.Minute)
+	s.assertAudit(rep, 0)
+	s.figures(rep, map[string]any{"delivery": "exactlyOnce", "isolation": "read_committed", "zombie_fenced_claims": fencedClaims})
 }
 
 // committedTargetSum sums what the target holds below its last stable offsets: records
