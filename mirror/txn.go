@@ -344,29 +344,35 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 	} else {
 		w.close()
 	}
-	switch {
-	case e.aborted.Load():
+	if e.aborted.Load() {
 		return nil
-	case err != nil && !errors.Is(err, errStopped) && !errors.Is(err, context.Canceled):
-		e.txn.failed.Add(1)
-		if e.isFailed() {
-			return nil
-		}
-		if !fenced(err) {
-			// Like a send that finally failed: sarama retried for deliveryTimeout. The
-			// restart fences this id and resumes from the target's offset.
-			e.fail(err)
-			return nil
-		}
-		// Another owner opened this id: this process was a zombie. Its transaction is
-		// aborted; this claim returning ends the session, and the next one is assigned
-		// afresh.
-		e.txn.fenced.Add(1)
-		s.log.Info("Was fenced by a newer owner of the partition; its open transaction is aborted",
-			"topic", c.topic, "partition", part.partition, "transactionalId", w.id, "reason", err.Error())
+	}
+	if err != nil && !errors.Is(err, errStopped) && !errors.Is(err, context.Canceled) {
+		t.failed(s.log, err)
 	}
 	e.commitSession(ss.final, ss)
 	return nil
+}
+
+// failed handles a transaction that failed. Fenced (another owner opened the id: this
+// process was a zombie) or left open at the drain limit, the claim just ends: the
+// transaction is aborted by the fencing, and the session ends with this claim. Anything
+// else stops the engine like a send that finally failed (sarama retried for
+// deliveryTimeout); the restart fences the id and resumes from the target's offset.
+func (t *txnClaim) failed(log logr.Logger, err error) {
+	e := t.c.e
+	e.txn.failed.Add(1)
+	kv := []any{"topic", t.c.topic, "partition", t.c.part.partition, "transactionalId", t.w.id}
+	switch {
+	case e.isFailed():
+	case errors.Is(err, errDrainLimit):
+		log.Info("Left a transaction open at the drain limit; the partition's next owner aborts it", append(kv, "drainLimit", e.life.drainLimit)...)
+	case fenced(err):
+		e.txn.fenced.Add(1)
+		log.Info("Was fenced by a newer owner of the partition; its open transaction is aborted", append(kv, "reason", err.Error())...)
+	default:
+		e.fail(err)
+	}
 }
 
 // run mirrors the claim in transactions until the session ends (then the open
@@ -381,25 +387,21 @@ func (t *txnClaim) run(ctx context.Context, claim sarama.ConsumerGroupClaim) err
 	defer timer.Stop()
 	for {
 		var m *sarama.ConsumerMessage
-		ended := false
 		select {
-		case m, ended = <-msgs:
-			ended = !ended
+		case msg, more := <-msgs:
+			if !more {
+				// The partition consumer stopped: commit and end the claim.
+				return t.commit()
+			}
+			m = msg
 		case <-timer.C:
 		case <-ctx.Done():
 		case <-e.failed:
 			return errStopped
 		}
-		if ended {
-			// The partition consumer stopped: commit and end the claim.
-			return t.commit()
-		}
 		if ctx.Err() != nil {
 			// The drain: commit what the open transaction holds; m, if any, is read
 			// again by the next owner.
-			if e.aborted.Load() {
-				return errStopped
-			}
 			return t.commit()
 		}
 		if m != nil {
@@ -477,7 +479,7 @@ func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 		case <-c.e.failed:
 			return errStopped
 		case <-t.ss.drain.Done():
-			return fmt.Errorf("while handing source record %s/%d offset %d to the producer: the drain limit passed", m.Topic, m.Partition, m.Offset)
+			return fmt.Errorf("while handing source record %s/%d offset %d to the producer: %w", m.Topic, m.Partition, m.Offset, errDrainLimit)
 		}
 	}
 	if t.count == 0 {
@@ -489,6 +491,10 @@ func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 	t.next = m.Offset + 1
 	return nil
 }
+
+// errDrainLimit ends a claim whose transaction was not committed within the drain
+// limit after its session ended.
+var errDrainLimit = errors.New("the drain limit passed")
 
 // fenced reports whether err says a newer producer opened the same transactional id.
 func fenced(err error) bool {
@@ -510,11 +516,14 @@ func setKV(pm *sarama.ProducerMessage, key, value []byte) {
 // is left to finish or fail on its own: the transaction is then settled by whoever
 // opens the id next.
 func (t *txnClaim) commit() error {
+	c := t.c
+	e := c.e
+	if e.aborted.Load() {
+		return errStopped
+	}
 	if !t.open {
 		return nil
 	}
-	c := t.c
-	e := c.e
 	k := e.keeper
 	meta := txnProgressMetadata(c.topic, c.part.partition)
 	offs := map[string][]*sarama.PartitionOffsetMetadata{
@@ -531,7 +540,7 @@ func (t *txnClaim) commit() error {
 	case <-e.abortCh:
 		return errStopped
 	case <-t.ss.drain.Done():
-		return fmt.Errorf("while committing the transaction of %s/%d: the drain limit passed", c.topic, c.part.partition)
+		return fmt.Errorf("while committing the transaction of %s/%d: %w", c.topic, c.part.partition, errDrainLimit)
 	}
 	acked, bytes, sendErr := t.w.finished()
 	if err == nil {
