@@ -55,7 +55,7 @@ type exactlyOnce struct {
 	e *Engine
 
 	mu      sync.Mutex
-	writers map[partitionKey]*txnWriter
+	writers map[claimKey]*txnWriter
 
 	// committed, failed and fenced count transactions, and leftOpen the claims that
 	// ended with a transaction open (a kill, a fatal error, a commit past the drain),
@@ -64,25 +64,44 @@ type exactlyOnce struct {
 }
 
 func newExactlyOnce(e *Engine) *exactlyOnce {
-	return &exactlyOnce{e: e, writers: map[partitionKey]*txnWriter{}}
+	return &exactlyOnce{e: e, writers: map[claimKey]*txnWriter{}}
+}
+
+// claimKey names one claim: a partition in one session of one member, so that a claim
+// never takes the producer another session opened.
+type claimKey struct {
+	partitionKey
+	member     string
+	generation int32
+}
+
+func keyOf(sess sarama.ConsumerGroupSession, tp partitionKey) claimKey {
+	return claimKey{tp, sess.MemberID(), sess.GenerationID()}
 }
 
 // take hands the claim of tp the producer its session opened.
-func (x *exactlyOnce) take(tp partitionKey) *txnWriter {
+func (x *exactlyOnce) take(sess sarama.ConsumerGroupSession, tp partitionKey) *txnWriter {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	w := x.writers[tp]
-	delete(x.writers, tp)
+	w := x.writers[keyOf(sess, tp)]
+	delete(x.writers, keyOf(sess, tp))
 	return w
 }
 
-// put keeps w for its claim, closing one left by a session whose claim never started.
-func (x *exactlyOnce) put(tp partitionKey, w *txnWriter) {
+// put keeps w for its claim, closing those of the partition that earlier sessions
+// opened and whose claims never started.
+func (x *exactlyOnce) put(sess sarama.ConsumerGroupSession, tp partitionKey, w *txnWriter) {
+	var stale []*txnWriter
 	x.mu.Lock()
-	old := x.writers[tp]
-	x.writers[tp] = w
+	for k, old := range x.writers {
+		if k.partitionKey == tp {
+			stale = append(stale, old)
+			delete(x.writers, k)
+		}
+	}
+	x.writers[keyOf(sess, tp)] = w
 	x.mu.Unlock()
-	if old != nil {
+	for _, old := range stale {
 		old.close()
 	}
 }
@@ -170,7 +189,7 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, log logr.Logger) 
 			log.Info("Started partition at initialOffset: neither the target nor the source group has an offset for it",
 				"topic", tp.topic, "partition", tp.partition, "initialOffset", e.cfg.InitialOffset)
 		}
-		x.put(tp, w)
+		x.put(sess, tp, w)
 	}
 	return nil
 }
@@ -322,7 +341,7 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 	part.attach(c.tracker, claim)
 	defer part.detach()
 
-	w := e.txn.take(partitionKey{claim.Topic(), claim.Partition()})
+	w := e.txn.take(sess, partitionKey{claim.Topic(), claim.Partition()})
 	if w == nil {
 		// Setup fences every claim before any starts; a claim without a producer is a
 		// bug, and writing without fencing would not be exactly once.
