@@ -27,10 +27,20 @@ import (
 // EndTxn. The source group's offset follows after each commit, for lag and people; it
 // is never read back while a target-side offset exists.
 
-// txnTimeout is the transaction timeout the target enforces: an open transaction of a
-// process that died and whose partition nobody took over is aborted after it, and
-// read_committed consumers of that partition wait at most that long.
-const txnTimeout = time.Minute
+// Bounds of the transaction timeout the target enforces (txnTimeoutFor): an open
+// transaction of a process that died and whose partition nobody took over is aborted
+// after it, and read_committed consumers of that partition wait at most that long.
+const (
+	minTxnTimeout    = time.Minute
+	txnTimeoutMargin = 30 * time.Second
+)
+
+// txnTimeoutFor is the transaction timeout for deliveryTimeout: longer than the engine
+// waits for the target (so that an outage the engine rides out does not make the target
+// abort the transaction meanwhile), and at least minTxnTimeout.
+func txnTimeoutFor(deliveryTimeout time.Duration) time.Duration {
+	return max(minTxnTimeout, deliveryTimeout+txnTimeoutMargin)
+}
 
 // txnRetryBackoff spaces the retries of the transaction requests (AddPartitionsToTxn,
 // AddOffsetsToTxn, TxnOffsetCommit, EndTxn), which retry for deliveryTimeout.
@@ -228,7 +238,7 @@ func openTxnWriter(e *Engine, tp partitionKey) (*txnWriter, error) {
 		return nil, err
 	}
 	pc.Producer.Transaction.ID = id
-	pc.Producer.Transaction.Timeout = txnTimeout
+	pc.Producer.Transaction.Timeout = txnTimeoutFor(e.cfg.DeliveryTimeout.Duration)
 	pc.Producer.Transaction.Retry.Backoff = txnRetryBackoff
 	pc.Producer.Transaction.Retry.Max = int(e.cfg.DeliveryTimeout.Duration/txnRetryBackoff) + 1
 	if e.sender.limits.batchCap > 0 {
@@ -374,8 +384,9 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 }
 
 // failed handles a transaction that failed. Fenced (another owner opened the id: this
-// process was a zombie) or left open at the drain limit, the claim just ends: the
-// transaction is aborted by the fencing, and the session ends with this claim. Anything
+// process was a zombie), aborted by the target, or left open at the drain limit, the
+// claim just ends: the transaction is (or will be) aborted, and the session ends with
+// this claim; the next one fences the id and resumes from the target's offset. Anything
 // else stops the engine like a send that finally failed (sarama retried for
 // deliveryTimeout); the restart fences the id and resumes from the target's offset.
 func (t *txnClaim) failed(log logr.Logger, err error) {
@@ -389,6 +400,12 @@ func (t *txnClaim) failed(log logr.Logger, err error) {
 	case fenced(err):
 		e.txn.fenced.Add(1)
 		log.Info("Was fenced by a newer owner of the partition; its open transaction is aborted", append(kv, "reason", err.Error())...)
+	case errors.Is(err, sarama.ErrInvalidTxnState):
+		// The target aborted the transaction itself (its timeout passed while the
+		// target was unreachable). The next session fences the id and resumes from
+		// the target's offset.
+		log.Info("The target aborted the transaction; the partition restarts from the offset of its last committed transaction",
+			append(kv, "reason", err.Error())...)
 	default:
 		e.fail(err)
 	}

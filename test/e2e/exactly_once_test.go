@@ -99,6 +99,45 @@ func TestZombieFencedExactlyOnce(t *testing.T) {
 	s.figures(rep, map[string]any{"delivery": "exactlyOnce", "isolation": "read_committed", "zombie_fenced_claims": fencedClaims})
 }
 
+// TestTargetOutageExactlyOnce is TestTargetOutage's exactly-once column: the target is
+// unreachable for 5 s and for 60 s while records flow. Transactions wait (sarama retries
+// for deliveryTimeout, 2m) or, when the target aborted one on its transaction timeout
+// meanwhile, the claim restarts from the target's offset; the engine is supervised (an
+// exit would be restarted as by its pod, and reported). A read_committed reader sees
+// every record exactly once.
+func TestTargetOutageExactlyOnce(t *testing.T) {
+	for name, outage := range map[string]time.Duration{"5s": 5 * time.Second, "60s": 60 * time.Second} {
+		t.Run(name, func(t *testing.T) {
+			s := newScenario(t, stdTopics())
+			cfg := s.config(func(c *config.Config) {
+				c.DeliveryTimeout = config.Duration{Duration: 2 * time.Minute}
+				c.Delivery = config.DeliveryExactlyOnce
+				c.TransactionInterval = config.Duration{Duration: 100 * time.Millisecond}
+			})
+			w := s.stdWorkload(0)
+			sv := s.supervise("engine", cfg)
+			bg := s.produce(w)
+			bg.waitSent(w.Records / 3)
+			s.waitCommittedTarget(s.committedTargetSum()+2000, time.Minute)
+			s.dst.disable()
+			time.Sleep(outage)
+			s.dst.enable(t)
+			if exits := sv.restarts(); len(exits) > 0 {
+				t.Errorf("the engine exited %d times during a %v outage shorter than deliveryTimeout (2m); first: %s", len(exits), outage, exits[0])
+			}
+			p := bg.wait(t)
+			rep := s.waitCompleteCommitted(p, audit.Options{})
+			sv.stop(time.Minute)
+			if exits := sv.restarts(); len(exits) > 0 {
+				t.Errorf("the engine exited %d times after a %v outage shorter than deliveryTimeout (2m); first: %s", len(exits), outage, exits[0])
+			}
+			s.assertAudit(rep, 0)
+			s.figures(rep, map[string]any{"outage": outage.String(), "delivery": "exactlyOnce", "isolation": "read_committed",
+				"engine_exits": len(sv.restarts())})
+		})
+	}
+}
+
 // committedTargetSum sums what the target holds below its last stable offsets: records
 // of committed transactions (and their markers).
 func (s *scenario) committedTargetSum() int64 {
