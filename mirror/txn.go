@@ -350,6 +350,11 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 	ss.mu.Unlock()
 	part.attach(c.tracker, claim)
 	defer part.detach()
+	// The delivery watch does not look at this claim: its tracker holds one ticket per
+	// open transaction, and sarama's transaction retries already bound a commit to
+	// deliveryTimeout. A process paused for longer (a zombie) must be fenced when it
+	// resumes, not stopped by its own watch first.
+	part.setUnsent(1)
 
 	w := e.txn.take(sess, partitionKey{claim.Topic(), claim.Partition()})
 	if w == nil {
@@ -361,10 +366,8 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 	t := &txnClaim{c: c, w: w, ss: ss}
 	err := t.run(sess.Context(), claim)
 	if t.open {
+		// Never committed: the source group's offset stays at its first record.
 		e.txn.leftOpen.Add(1)
-		// Never committed: not in flight any more for the delivery watch, and the
-		// source group's offset stays at the transaction's first record.
-		part.setUnsent(1)
 	}
 	if e.aborted.Load() || t.open {
 		// As a killed process: the open transaction is left to the fencing of the next
@@ -377,19 +380,19 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 		return nil
 	}
 	if err != nil && !errors.Is(err, errStopped) && !errors.Is(err, context.Canceled) {
-		t.failed(s.log, err)
+		t.failed(sess.Context(), s.log, err)
 	}
 	e.commitSession(ss.final, ss)
 	return nil
 }
 
 // failed handles a transaction that failed. Fenced (another owner opened the id: this
-// process was a zombie), aborted by the target, or left open at the drain limit, the
-// claim just ends: the transaction is (or will be) aborted, and the session ends with
+// process was a zombie), aborted by the target, failed while its session was ending, or
+// left open at the drain limit, the claim just ends: the transaction is (or will be) aborted, and the session ends with
 // this claim; the next one fences the id and resumes from the target's offset. Anything
 // else stops the engine like a send that finally failed (sarama retried for
 // deliveryTimeout); the restart fences the id and resumes from the target's offset.
-func (t *txnClaim) failed(log logr.Logger, err error) {
+func (t *txnClaim) failed(session context.Context, log logr.Logger, err error) {
 	e := t.c.e
 	e.txn.failed.Add(1)
 	kv := []any{"topic", t.c.topic, "partition", t.c.part.partition, "transactionalId", t.w.id}
@@ -400,6 +403,10 @@ func (t *txnClaim) failed(log logr.Logger, err error) {
 	case fenced(err):
 		e.txn.fenced.Add(1)
 		log.Info("Was fenced by a newer owner of the partition; its open transaction is aborted", append(kv, "reason", err.Error())...)
+	case session.Err() != nil:
+		// The partition was being released (a rebalance, or this process was evicted
+		// while paused): its next owner fences the id and resumes from the target.
+		log.Info("Failed a transaction of a released partition; its next owner resumes from the target's offset", append(kv, "reason", err.Error())...)
 	case errors.Is(err, sarama.ErrInvalidTxnState):
 		// The target aborted the transaction itself (its timeout passed while the
 		// target was unreachable). The next session fences the id and resumes from
@@ -565,9 +572,11 @@ func (t *txnClaim) commit() error {
 	offs := map[string][]*sarama.PartitionOffsetMetadata{
 		c.target: {{Partition: c.part.partition, Offset: t.next, LeaderEpoch: -1, Metadata: &meta}},
 	}
-	if err := t.w.producer.AddOffsetsToTxn(offs, k.group); err != nil {
+	if err := t.w.producer.AddOffsetsToTxn(offs, k.group); err != nil && !errors.Is(err, sarama.ErrTransactionNotReady) {
 		return fmt.Errorf("while adding source offset %d of %s/%d to the transaction: %w", t.next, c.topic, c.part.partition, err)
 	}
+	// Not ready means a record failed and moved the transaction to an error state;
+	// CommitTxn then commits nothing and returns that record's error (fenced, ...).
 	done := make(chan error, 1)
 	go func() { done <- t.w.producer.CommitTxn() }()
 	var err error
