@@ -351,9 +351,10 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 	part.attach(c.tracker, claim)
 	defer part.detach()
 	// The delivery watch does not look at this claim: its tracker holds one ticket per
-	// open transaction, and sarama's transaction retries already bound a commit to
-	// deliveryTimeout. A process paused for longer (a zombie) must be fenced when it
-	// resumes, not stopped by its own watch first.
+	// open transaction, and sarama's produce and transaction retries end a commit that
+	// cannot succeed (with an error) after retrying for about deliveryTimeout, plus the
+	// requests' own timeouts. A process paused for longer (a zombie) must be fenced when
+	// it resumes, not stopped by its own watch first.
 	part.setUnsent(1)
 
 	w := e.txn.take(sess, partitionKey{claim.Topic(), claim.Partition()})
