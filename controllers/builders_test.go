@@ -68,6 +68,8 @@ func TestRenderConfig(t *testing.T) {
 					DeliveryTimeout:         config.Duration{Duration: 2 * time.Minute},
 					TopicSyncInterval:       config.Duration{Duration: 30 * time.Second},
 					MaxInFlightPerPartition: config.DefaultMaxInFlightPerPartition,
+					Delivery:                config.DeliveryAtLeastOnce,
+					TransactionInterval:     config.Duration{Duration: 100 * time.Millisecond},
 					Metrics:                 config.Metrics{Address: ":8080"},
 				}
 				if !reflect.DeepEqual(c, want) {
@@ -128,6 +130,20 @@ func TestRenderConfig(t *testing.T) {
 				}
 				if err := c.Validate(); err != nil {
 					t.Fatal(err)
+				}
+			},
+		},
+		"exactly-once": {
+			mirror: newMirror(func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Delivery = "exactlyOnce"
+				m.Spec.TransactionInterval = &metav1.Duration{Duration: 250 * time.Millisecond}
+			}),
+			check: func(t *testing.T, c *config.Config) {
+				if c.Delivery != config.DeliveryExactlyOnce || c.TransactionInterval.Duration != 250*time.Millisecond {
+					t.Fatalf("delivery %q, transactionInterval %v; want exactlyOnce, 250ms", c.Delivery, c.TransactionInterval.Duration)
+				}
+				if err := c.Validate(); err != nil {
+					t.Fatalf("the rendered exactly-once config is invalid: %v", err)
 				}
 			},
 		},

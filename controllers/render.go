@@ -34,6 +34,7 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 		MaxInFlightPerPartition: int(s.MaxInFlightPerPartition),
 		MaxInFlightBytes:        s.MaxInFlightBytes,
 		InitialOffset:           config.InitialOffset(s.InitialOffset),
+		Delivery:                config.Delivery(s.Delivery),
 		Metrics:                 config.Metrics{Address: fmt.Sprintf(":%d", metricsPort)},
 	}
 	if s.Rack != nil {
@@ -53,6 +54,9 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 	}
 	if d := s.OffsetCommitInterval; d != nil {
 		c.OffsetCommitInterval.Duration = d.Duration
+	}
+	if d := s.TransactionInterval; d != nil {
+		c.TransactionInterval.Duration = d.Duration
 	}
 	if d := s.DeliveryTimeout; d != nil {
 		c.DeliveryTimeout.Duration = d.Duration

@@ -71,6 +71,9 @@ type claimState struct {
 // group's rebalance longer than that.
 func (s *stream) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	e := s.e
+	if e.txn != nil {
+		return s.consumeClaimTxn(sess, claim)
+	}
 	s.mu.Lock()
 	ss := s.cur
 	s.mu.Unlock()

@@ -47,6 +47,8 @@ type Engine struct {
 	// when groups is unset.
 	syncs       *offsetSyncWriter
 	checkpoints *groupCheckpointer
+	// txn is the exactly-once path (txn.go), nil with delivery atLeastOnce.
+	txn *exactlyOnce
 	// Set by Run once connected.
 	keeper   *progressKeeper
 	caughtUp *caughtUp
@@ -113,6 +115,9 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 		abortCh:     make(chan struct{}),
 	}
 	e.sender = newSender(cfg, e.log, e.kafkaOpts, m, e.fail, e.failed)
+	if cfg.ExactlyOnce() {
+		e.txn = newExactlyOnce(e)
+	}
 	e.parts = partitionRegistry{parts: map[partitionKey]*partitionState{}, m: e.metrics}
 
 	reg := o.registerer

@@ -271,9 +271,27 @@ type targetContent map[int32][]*kgo.Record
 // fails after timeout.
 func readTarget(t *testing.T, cl *kfake.Cluster, topic string, want int, quiet, timeout time.Duration) targetContent {
 	t.Helper()
+	return readTargetAs(t, cl, topic, want, quiet, timeout, false)
+}
+
+// readTargetCommitted is readTarget as a read_committed consumer: records of aborted
+// or still open transactions are not seen. It does not wait to reach the high
+// watermark, which counts transaction markers and open transactions.
+func readTargetCommitted(t *testing.T, cl *kfake.Cluster, topic string, want int, quiet, timeout time.Duration) targetContent {
+	t.Helper()
+	return readTargetAs(t, cl, topic, want, quiet, timeout, true)
+}
+
+func readTargetAs(t *testing.T, cl *kfake.Cluster, topic string, want int, quiet, timeout time.Duration, committed bool) targetContent {
+	t.Helper()
 	ends := topicEndOffsets(t, cl, topic)
+	isolation := kgo.ReadUncommitted()
+	if committed {
+		ends, isolation = nil, kgo.ReadCommitted()
+	}
 	client, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.FetchIsolationLevel(isolation),
 		// New partitions (expansion) must be seen within the test.
 		kgo.MetadataMaxAge(500*time.Millisecond), kgo.MetadataMinAge(100*time.Millisecond))
 	if err != nil {

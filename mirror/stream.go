@@ -165,6 +165,11 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	if e.txn != nil {
+		// The target-side group is written inside the transactions (txn.go); the
+		// source group's offset follows them, for lag and people.
+		ss.committer = groupCommitter{client: s.client, group: e.cfg.ConsumerGroup, session: sess}
+	}
 	ss.drain, ss.endDrain = afterEnd(sess.Context(), e.life.drainLimit, e.failed)
 	ss.final, ss.endFinals = afterEnd(sess.Context(), e.life.drainLimit+finalCommitLimit, e.abortCh)
 	s.mu.Lock()
@@ -174,7 +179,13 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 	// Partitions the source group has no offset for resume from the target-side
 	// progress, before any claim starts. An error ends the session (sarama still calls
 	// Cleanup, which finds ss) and the stream joins again after its backoff.
-	resumed, err := e.keeper.resume(sess, s.log)
+	var resumed []partitionKey
+	var err error
+	if e.txn != nil {
+		err = e.txn.assign(sess, s.log)
+	} else {
+		resumed, err = e.keeper.resume(sess, s.log)
+	}
 	if err != nil {
 		return err
 	}

@@ -119,3 +119,46 @@ func mustConfig(b *testing.B) *sarama.Config {
 	sc.Version = sarama.V3_6_0_0
 	return sc
 }
+
+// BenchmarkExactlyOnceVsAtLeastOnce compares the engine's steady-state rate (records
+// acked, or committed in transactions, per second once the first one is, so group join
+// time is left out) in the two delivery modes, mirroring the same backlog of records
+// from a fresh pair of clusters each. Run with -benchtime 1x.
+func BenchmarkExactlyOnceVsAtLeastOnce(b *testing.B) {
+	const partitions, perPartition = 8, 25_000
+	const total = partitions * perPartition
+	rate := func(delivery config.Delivery) float64 {
+		c := newClusters(b, partitions)
+		w := newWorkload(partitions)
+		w.produce(b, c.source, perPartition)
+		cfg := c.testConfig(b, func(cfg *config.Config) {
+			cfg.Streams = 1
+			cfg.Delivery = delivery
+			cfg.TransactionInterval = config.Duration{Duration: 100 * time.Millisecond}
+		})
+		e, err := New(cfg, WithLogger(logr.Discard()), func(o *options) { o.tuneSarama = fastGroup })
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan struct{})
+		ctx, cancel := contextWithCancel()
+		go func() { _ = e.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		for e.Stats().Records == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		began, startRecs := time.Now(), e.Stats().Records
+		for e.Stats().Records < total {
+			time.Sleep(time.Millisecond)
+		}
+		return float64(total-startRecs) / time.Since(began).Seconds()
+	}
+	var alo, eos float64
+	for i := 0; i < b.N; i++ {
+		alo += rate(config.DeliveryAtLeastOnce)
+		eos += rate(config.DeliveryExactlyOnce)
+	}
+	b.ReportMetric(alo/float64(b.N), "atLeastOnce-records/s")
+	b.ReportMetric(eos/float64(b.N), "exactlyOnce-records/s")
+	b.ReportMetric(eos/alo, "exactlyOnce/atLeastOnce")
+}

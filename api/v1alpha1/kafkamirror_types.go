@@ -57,6 +57,10 @@ type KafkaMirrorList struct {
 // +kubebuilder:validation:XValidation:rule="has(self.consumerGroup) == has(oldSelf.consumerGroup) && (!has(self.consumerGroup) || self.consumerGroup == oldSelf.consumerGroup)",message="consumerGroup is immutable: it cannot be set, changed or removed after creation, because the mirror's committed offsets live in that group"
 // +kubebuilder:validation:XValidation:rule="!has(self.groups) || !has(self.partitioning) || self.partitioning == 'preserve'",message="groups (consumer-group offset translation) needs partitioning: preserve; hash and roundRobin move records to other partitions, so source offsets have no target offsets"
 // +kubebuilder:validation:XValidation:rule="!has(self.groups) || !has(self.handlers) || self.handlers.all(h, !has(h.name) || size(h.name) == 0)",message="groups (consumer-group offset translation) needs one target record per source record; a named handler may fan a record out"
+// +kubebuilder:validation:XValidation:rule="!has(self.delivery) || self.delivery != 'exactlyOnce' || (!has(self.groups) && (!has(self.provenance) || !has(self.provenance.enabled) || !self.provenance.enabled))",message="delivery exactlyOnce does not yet support groups or provenance: its transactional path writes no offset syncs and no provenance headers"
+// +kubebuilder:validation:XValidation:rule="!has(self.delivery) || self.delivery != 'exactlyOnce' || !has(self.partitioning) || self.partitioning == 'preserve'",message="delivery exactlyOnce needs partitioning preserve: its transactions and fencing are per source partition"
+// +kubebuilder:validation:XValidation:rule="!has(self.delivery) || self.delivery != 'exactlyOnce' || !has(self.handlers) || self.handlers.all(h, !has(h.name) || size(h.name) == 0)",message="delivery exactlyOnce allows CEL handlers only: a named handler may fan a record out"
+// +kubebuilder:validation:XValidation:rule="!has(self.transactionInterval) || !has(self.offsetCommitInterval) || duration(self.transactionInterval) <= duration(self.offsetCommitInterval)",message="transactionInterval must be at most offsetCommitInterval"
 type KafkaMirrorSpec struct {
 	// source is the cluster records are read from.
 	// +required
@@ -207,6 +211,23 @@ type KafkaMirrorSpec struct {
 	// no translation.
 	// +optional
 	Groups *GroupsSpec `json:"groups,omitempty"`
+	// delivery is the guarantee a read_committed consumer of the target gets:
+	// atLeastOnce (a crash may re-send what was not yet committed) or exactlyOnce
+	// (records and source offsets are written in one target transaction per source
+	// partition, so every source record is seen exactly once across crashes, rebalances
+	// and target outages; needs partitioning preserve and CEL handlers only; see
+	// docs/exactly-once.md). Default atLeastOnce.
+	// +optional
+	// +kubebuilder:validation:Enum=atLeastOnce;exactlyOnce
+	Delivery string `json:"delivery,omitempty"`
+
+	// transactionInterval is how long one exactlyOnce transaction collects a source
+	// partition's records before it is committed (the latency read_committed consumers
+	// see), as a duration string; at most offsetCommitInterval. Default 100ms; used only
+	// with delivery exactlyOnce.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="transactionInterval must be a positive duration such as 100ms"
+	TransactionInterval *metav1.Duration `json:"transactionInterval,omitempty"`
 
 	// pod customises the mirror pods: image, resources and scheduling.
 	// +optional

@@ -354,6 +354,11 @@ func (in *KafkaMirrorSpec) DeepCopyInto(out *KafkaMirrorSpec) {
 		*out = new(GroupsSpec)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.TransactionInterval != nil {
+		in, out := &in.TransactionInterval, &out.TransactionInterval
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	in.Pod.DeepCopyInto(&out.Pod)
 	if in.Rack != nil {
 		in, out := &in.Rack, &out.Rack

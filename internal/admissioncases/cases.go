@@ -146,6 +146,14 @@ func Rejected() map[string]Case {
 			Field:   "spec.source.sasl.mechanism",
 			Message: `Unsupported value: "GSSAPI": supported values: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM"`,
 		},
+		"exactlyOnce with groups": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Delivery = "exactlyOnce"
+				m.Spec.Groups = &v1alpha1.GroupsSpec{Include: []string{"app"}}
+			},
+			Field:   "spec",
+			Message: "delivery exactlyOnce does not yet support groups or provenance",
+		},
 		"SCRAM without a username": {
 			Mutate:  func(m *v1alpha1.KafkaMirror) { sasl(m).Username = "" },
 			Field:   "spec.source.sasl",
@@ -238,6 +246,35 @@ func Rejected() map[string]Case {
 			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Producer = &v1alpha1.ProducerSpec{MaxMessageBytes: -1} },
 			Field:   "spec.producer.maxMessageBytes",
 			Message: "should be greater than or equal to 1",
+		},
+		"unknown delivery": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Delivery = "atMostOnce" },
+			Field:   "spec.delivery",
+			Message: `Unsupported value: "atMostOnce": supported values: "atLeastOnce", "exactlyOnce"`,
+		},
+		"exactlyOnce with hash partitioning": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Delivery = "exactlyOnce"
+				m.Spec.Partitioning = v1alpha1.PartitioningHash
+			},
+			Field:   "spec",
+			Message: "delivery exactlyOnce needs partitioning preserve: its transactions and fencing are per source partition",
+		},
+		"exactlyOnce with a named handler": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Delivery = "exactlyOnce"
+				m.Spec.Handlers = []v1alpha1.HandlerSpec{{Name: "split"}}
+			},
+			Field:   "spec",
+			Message: "delivery exactlyOnce allows CEL handlers only: a named handler may fan a record out",
+		},
+		"transactionInterval above the commit interval": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.OffsetCommitInterval = &metav1.Duration{Duration: 1e9}
+				m.Spec.TransactionInterval = &metav1.Duration{Duration: 2e9}
+			},
+			Field:   "spec",
+			Message: "transactionInterval must be at most offsetCommitInterval",
 		},
 		"no include": {
 			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Topics.Include = []string{} },

@@ -71,6 +71,8 @@ func TestParseValid(t *testing.T) {
 					DeliveryTimeout:         Duration{2 * time.Minute},
 					TopicSyncInterval:       Duration{30 * time.Second},
 					MaxInFlightPerPartition: 10000,
+					Delivery:                DeliveryAtLeastOnce,
+					TransactionInterval:     Duration{100 * time.Millisecond},
 					Metrics:                 Metrics{Address: ":8080"},
 				}
 				if !reflect.DeepEqual(c, want) {
@@ -405,6 +407,48 @@ func TestValidate(t *testing.T) {
 		},
 		"syncTopicConfigs off": {
 			mutate: func(c *Config) { c.SyncTopicConfigs = BoolPtr(false) },
+		},
+		"delivery": {
+			mutate: func(c *Config) { c.Delivery = "atMostOnce" },
+			want:   []string{`delivery: Unsupported value: "atMostOnce": supported values: "atLeastOnce", "exactlyOnce"`},
+		},
+		"exactlyOnce with what it cannot keep per partition": {
+			mutate: func(c *Config) {
+				c.Delivery = DeliveryExactlyOnce
+				c.Partitioning = PartitioningHash
+				c.Handlers = []HandlerSpec{{CEL: &CELHandler{Filter: "true", OnError: OnErrorFail}}, {Name: "split"}}
+				c.NoDataLoss = BoolPtr(false)
+			},
+			want: []string{
+				`partitioning: Invalid value: "hash": delivery exactlyOnce needs partitioning preserve: its transactions and fencing are per source partition`,
+				`handlers[1].name: Invalid value: "split": delivery exactlyOnce allows CEL handlers only: a named handler may fan a record out`,
+				"noDataLoss: Invalid value: false: delivery exactlyOnce needs noDataLoss true",
+			},
+		},
+		"exactlyOnce with groups or provenance": {
+			mutate: func(c *Config) {
+				c.Delivery = DeliveryExactlyOnce
+				c.Groups = &Groups{Include: []string{"app"}, SyncInterval: Duration{Duration: time.Minute}}
+				c.Provenance = &Provenance{Enabled: true, Header: "h", MaxHops: 3}
+			},
+			want: []string{
+				"groups: Forbidden: not yet supported with delivery exactlyOnce: offset syncs are written from the at-least-once path only",
+				"provenance.enabled: Forbidden: not yet supported with delivery exactlyOnce: the transactional path does not stamp or check provenance headers",
+			},
+		},
+		"transactionInterval above the commit interval": {
+			mutate: func(c *Config) {
+				c.Delivery = DeliveryExactlyOnce
+				c.TransactionInterval.Duration = 10 * time.Second
+			},
+			want: []string{`transactionInterval: Invalid value: "10s": must be at most offsetCommitInterval (5s)`},
+		},
+		"transactionInterval negative": {
+			mutate: func(c *Config) {
+				c.Delivery = DeliveryExactlyOnce
+				c.TransactionInterval.Duration = -time.Second
+			},
+			want: []string{`transactionInterval: Invalid value: "-1s": must be a positive duration`},
 		},
 		"metrics address": {
 			mutate: func(c *Config) { c.Metrics.Address = "8080" },

@@ -15,6 +15,8 @@ const (
 	DefaultMetricsAddress          = ":8080"
 	DefaultProvenanceHeader        = "kafka-mirror-provenance"
 	DefaultProvenanceMaxHops       = 10
+	DefaultDelivery                = DeliveryAtLeastOnce
+	DefaultTransactionInterval     = 100 * time.Millisecond
 )
 
 // DefaultTopicConfigExclude is topics.configExclude when unset, in the spirit of
@@ -85,6 +87,12 @@ func (c *Config) Default() {
 	}
 	if c.MaxInFlightPerPartition == 0 {
 		c.MaxInFlightPerPartition = DefaultMaxInFlightPerPartition
+	}
+	if c.Delivery == "" {
+		c.Delivery = DefaultDelivery
+	}
+	if c.TransactionInterval.Duration == 0 {
+		c.TransactionInterval.Duration = min(DefaultTransactionInterval, c.OffsetCommitInterval.Duration)
 	}
 	if c.Metrics.Address == "" {
 		c.Metrics.Address = DefaultMetricsAddress

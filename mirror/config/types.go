@@ -68,6 +68,17 @@ type Config struct {
 	Producer *Producer `json:"producer,omitempty"`
 	// Consumer tunes the fetches from the source.
 	Consumer *Consumer `json:"consumer,omitempty"`
+	// Delivery is the guarantee a read_committed consumer of the target gets:
+	// atLeastOnce (every source record at least once; a crash re-sends what was not
+	// committed) or exactlyOnce (every source record exactly once, across crashes and
+	// rebalances: records and source offsets are written in one target transaction per
+	// source partition; needs partitioning preserve and no named handler; see
+	// docs/exactly-once.md). Default atLeastOnce.
+	Delivery Delivery `json:"delivery,omitempty"`
+	// TransactionInterval is how long one exactlyOnce transaction collects records of a
+	// source partition before it is committed: the latency a read_committed consumer
+	// sees. At most offsetCommitInterval. Default 100ms; used only with exactlyOnce.
+	TransactionInterval Duration `json:"transactionInterval,omitempty"`
 	// Handlers is an ordered chain of message handlers applied to every record.
 	Handlers []HandlerSpec `json:"handlers,omitempty"`
 	// RebalanceListener is a named listener called when partitions are assigned or
@@ -311,6 +322,17 @@ const (
 	PartitioningRoundRobin Partitioning = "roundRobin"
 )
 
+// Delivery is the delivery guarantee towards read_committed consumers of the target.
+type Delivery string
+
+// Delivery guarantees.
+const (
+	// DeliveryAtLeastOnce may write a record twice after a crash, never loses one.
+	DeliveryAtLeastOnce Delivery = "atLeastOnce"
+	// DeliveryExactlyOnce writes records and source offsets in target transactions.
+	DeliveryExactlyOnce Delivery = "exactlyOnce"
+)
+
 // InitialOffset chooses where a partition without any recorded progress starts.
 type InitialOffset string
 
@@ -425,6 +447,9 @@ func (c *Config) ProducerMaxMessageBytes() int {
 
 // ProvenanceEnabled reports whether loop prevention (provenance) is on.
 func (c *Config) ProvenanceEnabled() bool { return c.Provenance != nil && c.Provenance.Enabled }
+
+// ExactlyOnce reports whether delivery is exactlyOnce.
+func (c *Config) ExactlyOnce() bool { return c.Delivery == DeliveryExactlyOnce }
 
 // NoDataLossEnabled reports whether the no-data-loss policy is on (the default).
 func (c *Config) NoDataLossEnabled() bool { return c.NoDataLoss == nil || *c.NoDataLoss }

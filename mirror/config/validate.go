@@ -103,6 +103,7 @@ func (c *Config) ValidateFields(root *field.Path) field.ErrorList {
 	for i, h := range c.Handlers {
 		errs = append(errs, h.validate(root.Child("handlers").Index(i))...)
 	}
+	errs = append(errs, c.validateDelivery(root)...)
 	if l := c.RebalanceListener; l != nil && strings.TrimSpace(l.Name) == "" {
 		errs = append(errs, field.Required(root.Child("rebalanceListener", "name"), "the name of a registered rebalance listener"))
 	}
@@ -330,3 +331,47 @@ func (c *Config) validateClientTuning(root *field.Path) field.ErrorList {
 
 // maxFetchWait bounds consumer.fetchMaxWait: a fetch in flight holds up a drain.
 const maxFetchWait = 10 * time.Second
+
+// validateDelivery checks delivery and transactionInterval. exactlyOnce keeps one
+// transaction per source partition whose records all go to the same-numbered target
+// partition, so it refuses what would spread a source partition's records (hash,
+// roundRobin) or multiply them in ways the engine cannot see (a named handler may
+// fan out).
+func (c *Config) validateDelivery(root *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch c.Delivery {
+	case DeliveryAtLeastOnce:
+		return nil
+	case DeliveryExactlyOnce:
+	default:
+		return append(errs, field.NotSupported(root.Child("delivery"), c.Delivery, []Delivery{DeliveryAtLeastOnce, DeliveryExactlyOnce}))
+	}
+	if c.Partitioning != PartitioningPreserve {
+		errs = append(errs, field.Invalid(root.Child("partitioning"), c.Partitioning,
+			"delivery exactlyOnce needs partitioning preserve: its transactions and fencing are per source partition"))
+	}
+	for i, h := range c.Handlers {
+		if h.Name != "" {
+			errs = append(errs, field.Invalid(root.Child("handlers").Index(i).Child("name"), h.Name,
+				"delivery exactlyOnce allows CEL handlers only: a named handler may fan a record out"))
+		}
+	}
+	if !c.NoDataLossEnabled() {
+		errs = append(errs, field.Invalid(root.Child("noDataLoss"), false, "delivery exactlyOnce needs noDataLoss true"))
+	}
+	// The transactional path does not yet write offset syncs or provenance headers.
+	if c.Groups != nil {
+		errs = append(errs, field.Forbidden(root.Child("groups"), "not yet supported with delivery exactlyOnce: offset syncs are written from the at-least-once path only"))
+	}
+	if c.ProvenanceEnabled() {
+		errs = append(errs, field.Forbidden(root.Child("provenance", "enabled"), "not yet supported with delivery exactlyOnce: the transactional path does not stamp or check provenance headers"))
+	}
+	switch iv := c.TransactionInterval.Duration; {
+	case iv <= 0:
+		errs = append(errs, field.Invalid(root.Child("transactionInterval"), c.TransactionInterval.String(), "must be a positive duration"))
+	case iv > c.OffsetCommitInterval.Duration:
+		errs = append(errs, field.Invalid(root.Child("transactionInterval"), c.TransactionInterval.String(),
+			fmt.Sprintf("must be at most offsetCommitInterval (%s)", c.OffsetCommitInterval.String())))
+	}
+	return errs
+}

@@ -1,0 +1,605 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-logr/logr"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
+)
+
+// The exactly-once path (delivery: exactlyOnce, docs/exactly-once.md). Each source
+// partition has its own transactional producer, whose transactional id names the
+// partition (txnID). A session's Setup opens the producers of its claims, which fences
+// the partitions' previous owners (InitProducerId bumps the epoch and aborts their
+// open transaction), and only then reads how far each partition was mirrored from the
+// target-side group (ProgressGroup), where every transaction wrote it together with
+// its records; the claim starts there. A claim then mirrors in transactions of at most
+// transactionInterval: records, then the next source offset (TxnOffsetCommit), then
+// EndTxn. The source group's offset follows after each commit, for lag and people; it
+// is never read back while a target-side offset exists.
+
+// Bounds of the transaction timeout the target enforces (txnTimeoutFor): an open
+// transaction of a process that died and whose partition nobody took over is aborted
+// after it, and read_committed consumers of that partition wait at most that long.
+const (
+	minTxnTimeout    = time.Minute
+	txnTimeoutMargin = 30 * time.Second
+)
+
+// txnTimeoutFor is the transaction timeout for deliveryTimeout: longer than the engine
+// waits for the target (so that an outage the engine rides out does not make the target
+// abort the transaction meanwhile), and at least minTxnTimeout.
+func txnTimeoutFor(deliveryTimeout time.Duration) time.Duration {
+	return max(minTxnTimeout, deliveryTimeout+txnTimeoutMargin)
+}
+
+// txnRetryBackoff spaces the retries of the transaction requests (AddPartitionsToTxn,
+// AddOffsetsToTxn, TxnOffsetCommit, EndTxn), which retry for deliveryTimeout.
+const txnRetryBackoff = 250 * time.Millisecond
+
+// txnProgressMetadata marks a target-side entry written inside a transaction: it is
+// the source of truth, unlike the at-least-once keeper's (progressMetadata), which is
+// a backup of the source group's offset.
+func txnProgressMetadata(topic string, partition int32) string {
+	return fmt.Sprintf("kafka-mirror exactly-once source offset of %s/%d", topic, partition)
+}
+
+// txnID is the transactional id of a source partition. A topic name cannot hold '/',
+// so the id names one partition of one group.
+func txnID(group, topic string, partition int32) string {
+	return fmt.Sprintf("%s/%s/%d", group, topic, partition)
+}
+
+// exactlyOnce holds the transactional producers that sessions opened (and so fenced
+// with) for their claims, until each claim takes its own.
+type exactlyOnce struct {
+	e *Engine
+
+	mu      sync.Mutex
+	writers map[claimKey]*txnWriter
+
+	// committed, failed and fenced count transactions, and leftOpen the claims that
+	// ended with a transaction open (a kill, a fatal error, a commit past the drain),
+	// for tests and logs.
+	committed, failed, fenced, leftOpen atomic.Int64
+}
+
+func newExactlyOnce(e *Engine) *exactlyOnce {
+	return &exactlyOnce{e: e, writers: map[claimKey]*txnWriter{}}
+}
+
+// claimKey names one claim: a partition in one session of one member, so that a claim
+// never takes the producer another session opened.
+type claimKey struct {
+	partitionKey
+	member     string
+	generation int32
+}
+
+func keyOf(sess sarama.ConsumerGroupSession, tp partitionKey) claimKey {
+	return claimKey{tp, sess.MemberID(), sess.GenerationID()}
+}
+
+// take hands the claim of tp the producer its session opened.
+func (x *exactlyOnce) take(sess sarama.ConsumerGroupSession, tp partitionKey) *txnWriter {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	w := x.writers[keyOf(sess, tp)]
+	delete(x.writers, keyOf(sess, tp))
+	return w
+}
+
+// put keeps w for its claim, closing those of the partition that earlier sessions
+// opened and whose claims never started.
+func (x *exactlyOnce) put(sess sarama.ConsumerGroupSession, tp partitionKey, w *txnWriter) {
+	var stale []*txnWriter
+	x.mu.Lock()
+	for k, old := range x.writers {
+		if k.partitionKey == tp {
+			stale = append(stale, old)
+			delete(x.writers, k)
+		}
+	}
+	x.writers[keyOf(sess, tp)] = w
+	x.mu.Unlock()
+	for _, old := range stale {
+		old.close()
+	}
+}
+
+// assign runs in a session's Setup, before any claim starts: it fences every claimed
+// partition's previous owner by opening the partition's transactional producer, then
+// moves each claim's start to the offset the target-side group holds for it. Fencing
+// comes first: the previous owner's open transaction is aborted (or its commit
+// completed) before the offset is read, so the offset read is final. A partition
+// without a target-side offset starts at the source group's offset (a mirror that ran
+// at-least-once before), else at initialOffset.
+func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, log logr.Logger) error {
+	e := x.e
+	type opened struct {
+		tp  partitionKey
+		w   *txnWriter
+		err error
+	}
+	claims := sess.Claims()
+	results := make(chan opened)
+	n := 0
+	for topic, parts := range claims {
+		for _, p := range parts {
+			n++
+			go func() {
+				tp := partitionKey{topic, p}
+				w, err := openTxnWriter(e, tp)
+				results <- opened{tp, w, err}
+			}()
+		}
+	}
+	writers := make(map[partitionKey]*txnWriter, n)
+	var errs []error
+	for range n {
+		r := <-results
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		writers[r.tp] = r.w
+	}
+	closeAll := func() {
+		for _, w := range writers {
+			w.close()
+		}
+	}
+	if len(errs) > 0 {
+		closeAll()
+		return fmt.Errorf("while fencing the previous owners of the claimed partitions: %w", errors.Join(errs...))
+	}
+	k := e.keeper
+	ask := map[string][]int32{}
+	for topic, parts := range claims {
+		ask[k.targetName(topic)] = append(ask[k.targetName(topic)], parts...)
+	}
+	tgt, err := listOffsets(k.targetAdmin, k.group, ask)
+	if err != nil {
+		closeAll()
+		return fmt.Errorf("while reading the offsets of target-side group %q: %w", k.group, err)
+	}
+	src, err := listOffsets(k.sourceAdmin, k.sourceGroup, claims)
+	if err != nil {
+		closeAll()
+		return fmt.Errorf("while reading the offsets of source group %q: %w", k.sourceGroup, err)
+	}
+	for tp, w := range writers {
+		b := blockOf(tgt, k.targetName(tp.topic), tp.partition)
+		srcOff := int64(-1)
+		if sb := blockOf(src, tp.topic, tp.partition); sb != nil && errors.Is(sb.Err, sarama.ErrNoError) {
+			srcOff = sb.Offset
+		}
+		switch {
+		case b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 && b.Metadata == txnProgressMetadata(tp.topic, tp.partition):
+			seek(sess, tp, b.Offset)
+			log.V(1).Info("Resumed from the offset committed in the last target transaction",
+				"topic", tp.topic, "partition", tp.partition, "offset", b.Offset, "sourceGroupOffset", srcOff)
+		case b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset > srcOff && b.Metadata == progressMetadata(tp.topic, tp.partition):
+			// Written by an at-least-once run: a backup of the source group's offset.
+			seek(sess, tp, b.Offset)
+			log.Info("Started exactly-once from the at-least-once target-side progress", "topic", tp.topic, "partition", tp.partition, "offset", b.Offset)
+		case srcOff >= 0:
+			log.Info("Started exactly-once from the source group's offset: the target holds no transaction of this partition yet",
+				"topic", tp.topic, "partition", tp.partition, "offset", srcOff)
+		default:
+			log.Info("Started partition at initialOffset: neither the target nor the source group has an offset for it",
+				"topic", tp.topic, "partition", tp.partition, "initialOffset", e.cfg.InitialOffset)
+		}
+		x.put(sess, tp, w)
+	}
+	return nil
+}
+
+// seek makes the session's claim of tp start at offset, which may be before or after
+// the source group's offset: sarama's MarkOffset only moves forward and ResetOffset
+// only back.
+func seek(sess sarama.ConsumerGroupSession, tp partitionKey, offset int64) {
+	sess.MarkOffset(tp.topic, tp.partition, offset, "")
+	sess.ResetOffset(tp.topic, tp.partition, offset, "")
+}
+
+// txnWriter is one source partition's transactional producer and what its results
+// say about the open transaction.
+type txnWriter struct {
+	id       string
+	client   sarama.Client
+	producer sarama.AsyncProducer
+	acksDone chan struct{}
+
+	mu sync.Mutex
+	// sendErr is the first record of the open transaction that the target refused.
+	sendErr error
+	// acked and bytes count the open transaction's records the target acked.
+	acked, bytes int64
+}
+
+// openTxnWriter opens the producer of tp's transactional id. Opening it is the fencing
+// step: InitProducerId with the same id bumps the epoch, so the previous owner's
+// producer can neither add to nor commit its transaction any more, and its open
+// transaction is aborted.
+func openTxnWriter(e *Engine, tp partitionKey) (*txnWriter, error) {
+	id := txnID(e.cfg.ConsumerGroup, tp.topic, tp.partition)
+	pc, err := kafka.ProducerConfig(e.cfg, e.kafkaOpts...)
+	if err != nil {
+		return nil, err
+	}
+	pc.Producer.Transaction.ID = id
+	pc.Producer.Transaction.Timeout = txnTimeoutFor(e.cfg.DeliveryTimeout.Duration)
+	pc.Producer.Transaction.Retry.Backoff = txnRetryBackoff
+	pc.Producer.Transaction.Retry.Max = int(e.cfg.DeliveryTimeout.Duration/txnRetryBackoff) + 1
+	if e.sender.limits.batchCap > 0 {
+		pc.Producer.MaxMessageBytes = e.sender.limits.batchCap
+	}
+	client, err := kafka.NewClientFromConfig(e.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	producer, err := sarama.NewAsyncProducerFromClient(client)
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("while opening the transactional producer %q on the target cluster: %w", id, err)
+	}
+	w := &txnWriter{id: id, client: client, producer: producer, acksDone: make(chan struct{})}
+	go w.readAcks()
+	return w, nil
+}
+
+func (w *txnWriter) readAcks() {
+	defer close(w.acksDone)
+	succ, errs := w.producer.Successes(), w.producer.Errors()
+	for succ != nil || errs != nil {
+		select {
+		case m, ok := <-succ:
+			if !ok {
+				succ = nil
+				continue
+			}
+			w.mu.Lock()
+			w.acked++
+			w.bytes += int64(encodedLen(m.Key) + encodedLen(m.Value))
+			w.mu.Unlock()
+		case pe, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			w.mu.Lock()
+			if w.sendErr == nil {
+				w.sendErr = fmt.Errorf("while writing to target topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, pe.Err)
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// encodedLen is the length of a key or value, 0 for null.
+func encodedLen(enc sarama.Encoder) int {
+	if enc == nil {
+		return 0
+	}
+	return enc.Length()
+}
+
+// finished returns what the transaction just ended did and resets the counts.
+func (w *txnWriter) finished() (acked, bytes int64, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	acked, bytes, err = w.acked, w.bytes, w.sendErr
+	w.acked, w.bytes, w.sendErr = 0, 0, nil
+	return acked, bytes, err
+}
+
+// close closes the producer without ending its open transaction: whoever opens the
+// same transactional id next aborts it, or the target does after txnTimeout. A killed
+// process leaves it the same way.
+func (w *txnWriter) close() {
+	_ = w.producer.Close()
+	<-w.acksDone
+	_ = w.client.Close()
+}
+
+// txnClaim is one claim mirrored in transactions.
+type txnClaim struct {
+	c  *claimState
+	w  *txnWriter
+	ss *sessionState
+	// next is the source offset after the last record put in the open transaction.
+	next int64
+	// ticket holds the tracker's commit point (the source group's offset) at the open
+	// transaction's first record until the transaction committed.
+	ticket offsets.Ticket
+	open   bool
+	// count is the open transaction's source records; started when its first was read.
+	count   int
+	started time.Time
+}
+
+// consumeClaimTxn is ConsumeClaim for delivery exactlyOnce.
+func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	e := s.e
+	s.mu.Lock()
+	ss := s.cur
+	s.mu.Unlock()
+	part := e.parts.get(claim.Topic(), claim.Partition())
+	c := &claimState{
+		e:         e,
+		s:         e.sender,
+		part:      part,
+		tracker:   offsets.New(1 << 10),
+		topic:     claim.Topic(),
+		target:    e.sel.TargetName(claim.Topic()),
+		confirmed: -1,
+		sendCtx:   ss.drain,
+	}
+	ss.mu.Lock()
+	ss.claims = append(ss.claims, c)
+	ss.mu.Unlock()
+	part.attach(c.tracker, claim)
+	defer part.detach()
+	// The delivery watch does not look at this claim: its tracker holds one ticket per
+	// open transaction, and sarama's produce and transaction retries end a commit that
+	// cannot succeed (with an error) after retrying for about deliveryTimeout, plus the
+	// requests' own timeouts. A process paused for longer (a zombie) must be fenced when
+	// it resumes, not stopped by its own watch first.
+	part.setUnsent(1)
+
+	w := e.txn.take(sess, partitionKey{claim.Topic(), claim.Partition()})
+	if w == nil {
+		// Setup fences every claim before any starts; a claim without a producer is a
+		// bug, and writing without fencing would not be exactly once.
+		e.fail(fmt.Errorf("no transactional producer was opened for source partition %s/%d", claim.Topic(), claim.Partition()))
+		return nil
+	}
+	t := &txnClaim{c: c, w: w, ss: ss}
+	err := t.run(sess.Context(), claim)
+	if t.open {
+		// Never committed: the source group's offset stays at its first record.
+		e.txn.leftOpen.Add(1)
+	}
+	if e.aborted.Load() || t.open {
+		// As a killed process: the open transaction is left to the fencing of the next
+		// owner (or the target's transaction timeout).
+		go w.close()
+	} else {
+		w.close()
+	}
+	if e.aborted.Load() {
+		return nil
+	}
+	if err != nil && !errors.Is(err, errStopped) && !errors.Is(err, context.Canceled) {
+		t.failed(sess.Context(), s.log, err)
+	}
+	e.commitSession(ss.final, ss)
+	return nil
+}
+
+// failed handles a transaction that failed. Fenced (another owner opened the id: this
+// process was a zombie), aborted by the target, failed while its session was ending, or
+// left open at the drain limit, the claim just ends: the transaction is (or will be) aborted, and the session ends with
+// this claim; the next one fences the id and resumes from the target's offset. Anything
+// else stops the engine like a send that finally failed (sarama retried for
+// deliveryTimeout); the restart fences the id and resumes from the target's offset.
+func (t *txnClaim) failed(session context.Context, log logr.Logger, err error) {
+	e := t.c.e
+	e.txn.failed.Add(1)
+	kv := []any{"topic", t.c.topic, "partition", t.c.part.partition, "transactionalId", t.w.id}
+	switch {
+	case e.isFailed():
+	case errors.Is(err, errDrainLimit):
+		log.Info("Left a transaction open at the drain limit; the partition's next owner aborts it", append(kv, "drainLimit", e.life.drainLimit)...)
+	case fenced(err):
+		e.txn.fenced.Add(1)
+		log.Info("Was fenced by a newer owner of the partition; its open transaction is aborted", append(kv, "reason", err.Error())...)
+	case session.Err() != nil:
+		// The partition was being released (a rebalance, or this process was evicted
+		// while paused): its next owner fences the id and resumes from the target.
+		log.Info("Failed a transaction of a released partition; its next owner resumes from the target's offset", append(kv, "reason", err.Error())...)
+	case errors.Is(err, sarama.ErrInvalidTxnState):
+		// The target aborted the transaction itself (its timeout passed while the
+		// target was unreachable). The next session fences the id and resumes from
+		// the target's offset.
+		log.Info("The target aborted the transaction; the partition restarts from the offset of its last committed transaction",
+			append(kv, "reason", err.Error())...)
+	default:
+		e.fail(err)
+	}
+}
+
+// run mirrors the claim in transactions until the session ends (then the open
+// transaction is committed within the drain limit) or the engine fails or is aborted
+// (then it is left open). It returns the error of a transaction that failed.
+func (t *txnClaim) run(ctx context.Context, claim sarama.ConsumerGroupClaim) error {
+	e := t.c.e
+	msgs := claim.Messages()
+	interval := e.cfg.TransactionInterval.Duration
+	timer := time.NewTimer(interval)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		var m *sarama.ConsumerMessage
+		select {
+		case msg, more := <-msgs:
+			if !more {
+				// The partition consumer stopped: commit and end the claim.
+				return t.commit()
+			}
+			m = msg
+		case <-timer.C:
+		case <-ctx.Done():
+		case <-e.failed:
+			return errStopped
+		}
+		if ctx.Err() != nil {
+			// The drain: commit what the open transaction holds; m, if any, is read
+			// again by the next owner.
+			return t.commit()
+		}
+		if m != nil {
+			if !t.open {
+				if err := t.w.producer.BeginTxn(); err != nil {
+					return fmt.Errorf("while beginning a transaction: %w", err)
+				}
+				t.open, t.count, t.started = true, 0, time.Now()
+				timer.Reset(interval)
+			}
+			if err := t.send(ctx, m); err != nil {
+				if errors.Is(err, context.Canceled) && !e.isFailed() {
+					return t.commit()
+				}
+				return err
+			}
+			if t.count < e.cfg.MaxInFlightPerPartition {
+				continue
+			}
+		}
+		if t.open {
+			if err := t.commit(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// send puts one source record's outputs into the open transaction.
+func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
+	c := t.c
+	var msgs []*sarama.ProducerMessage
+	if c.e.passThrough {
+		if err := c.awaitTarget(ctx, c.target, m.Partition); err != nil {
+			return err
+		}
+		pm := &sarama.ProducerMessage{Topic: c.target, Partition: m.Partition, Timestamp: m.Timestamp}
+		setKV(pm, m.Key, m.Value)
+		for _, h := range m.Headers {
+			pm.Headers = append(pm.Headers, *h)
+		}
+		msgs = append(msgs, pm)
+	} else {
+		hs := make([]handler.Header, 0, len(m.Headers))
+		for _, h := range m.Headers {
+			hs = append(hs, handler.Header{Key: string(h.Key), Value: h.Value})
+		}
+		r := &handler.Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp,
+			Key: m.Key, Value: m.Value, Headers: hs}
+		outs, err := c.e.chain.Handle(ctx, r, nil)
+		switch {
+		case err != nil && handlerSkipped(err):
+			c.part.skipped.Add(1)
+		case err != nil:
+			return fmt.Errorf("while handling source record %s/%d offset %d: %w", m.Topic, m.Partition, m.Offset, err)
+		case len(outs) == 0:
+			c.part.filtered.Add(1)
+		}
+		for _, out := range outs {
+			topic := c.targetName(out.Topic)
+			if err := c.awaitTarget(ctx, topic, out.Partition); err != nil {
+				return err
+			}
+			pm := &sarama.ProducerMessage{Topic: topic, Partition: out.Partition, Timestamp: out.Timestamp}
+			setKV(pm, out.Key, out.Value)
+			for _, h := range out.Headers {
+				pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+			}
+			msgs = append(msgs, pm)
+		}
+	}
+	for _, pm := range msgs {
+		select {
+		case t.w.producer.Input() <- pm:
+		case <-c.e.failed:
+			return errStopped
+		case <-t.ss.drain.Done():
+			return fmt.Errorf("while handing source record %s/%d offset %d to the producer: %w", m.Topic, m.Partition, m.Offset, errDrainLimit)
+		}
+	}
+	if t.count == 0 {
+		t.ticket = c.tracker.Add(m.Offset, 1)
+	} else {
+		c.tracker.Add(m.Offset, 0)
+	}
+	t.count++
+	t.next = m.Offset + 1
+	return nil
+}
+
+// errDrainLimit ends a claim whose transaction was not committed within the drain
+// limit after its session ended.
+var errDrainLimit = errors.New("the drain limit passed")
+
+// fenced reports whether err says a newer producer opened the same transactional id.
+func fenced(err error) bool {
+	return errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch)
+}
+
+// setKV sets a producer message's key and value, keeping null apart from empty.
+func setKV(pm *sarama.ProducerMessage, key, value []byte) {
+	if key != nil {
+		pm.Key = sarama.ByteEncoder(key)
+	}
+	if value != nil {
+		pm.Value = sarama.ByteEncoder(value)
+	}
+}
+
+// commit adds the next source offset to the open transaction and commits it. A commit
+// still running when the session's drain limit passes, or when the engine is aborted,
+// is left to finish or fail on its own: the transaction is then settled by whoever
+// opens the id next.
+func (t *txnClaim) commit() error {
+	c := t.c
+	e := c.e
+	if e.aborted.Load() {
+		return errStopped
+	}
+	if !t.open {
+		return nil
+	}
+	k := e.keeper
+	meta := txnProgressMetadata(c.topic, c.part.partition)
+	offs := map[string][]*sarama.PartitionOffsetMetadata{
+		c.target: {{Partition: c.part.partition, Offset: t.next, LeaderEpoch: -1, Metadata: &meta}},
+	}
+	if err := t.w.producer.AddOffsetsToTxn(offs, k.group); err != nil && !errors.Is(err, sarama.ErrTransactionNotReady) {
+		return fmt.Errorf("while adding source offset %d of %s/%d to the transaction: %w", t.next, c.topic, c.part.partition, err)
+	}
+	// Not ready means a record failed and moved the transaction to an error state;
+	// CommitTxn then commits nothing and returns that record's error (fenced, ...).
+	done := make(chan error, 1)
+	go func() { done <- t.w.producer.CommitTxn() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-e.abortCh:
+		return errStopped
+	case <-t.ss.drain.Done():
+		return fmt.Errorf("while committing the transaction of %s/%d: %w", c.topic, c.part.partition, errDrainLimit)
+	}
+	acked, bytes, sendErr := t.w.finished()
+	if err == nil {
+		err = sendErr
+	}
+	if err != nil {
+		return fmt.Errorf("while committing the transaction of %s/%d up to offset %d: %w", c.topic, c.part.partition, t.next, err)
+	}
+	t.open = false
+	c.tracker.Ack(t.ticket)
+	c.part.records.Add(acked)
+	c.part.bytes.Add(bytes)
+	c.part.latency.Observe(time.Since(t.started).Seconds())
+	e.txn.committed.Add(1)
+	return nil
+}

@@ -1,0 +1,302 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+)
+
+// exactlyOnceConfig is the test config with delivery exactlyOnce.
+func (c *testClusters) exactlyOnceConfig(t *testing.T, mutate ...func(*config.Config)) *config.Config {
+	t.Helper()
+	return c.testConfig(t, append([]func(*config.Config){func(cfg *config.Config) {
+		cfg.Delivery = config.DeliveryExactlyOnce
+		cfg.TransactionInterval = config.Duration{Duration: 100 * time.Millisecond}
+	}}, mutate...)...)
+}
+
+// TestExactlyOnceCrashes kills the engine (no drain, no commit, its open transactions
+// left open) three times while records flow, restarting it each time: a read_committed
+// reader of the target sees every source record exactly once.
+func TestExactlyOnceCrashes(t *testing.T) {
+	start := time.Now()
+	const partitions = 4
+	c := newClusters(t, partitions)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, 1000)
+	stopProducing := w.background(t, c.source, 200, 20*time.Millisecond)
+	defer func() {
+		if stopProducing != nil {
+			stopProducing()
+		}
+	}()
+
+	var txns, killedAt, leftOpen int64 // over all killed engines
+	for kill := 1; kill <= 3; kill++ {
+		r := startEngine(t, c.exactlyOnceConfig(t), testLogger(t))
+		testutil.WaitFor(t, 60*time.Second, "3000 more records committed in transactions", func() bool {
+			return r.e.Stats().Records >= 3000 && r.e.txn.committed.Load() >= 10
+		})
+		r.e.Abort()
+		if err := r.wait(t, 30*time.Second); err != nil {
+			t.Fatalf("Run after Abort = %v, want nil", err)
+		}
+		s := r.e.Stats()
+		killedAt += s.Records
+		txns += r.e.txn.committed.Load()
+		leftOpen += r.e.txn.leftOpen.Load()
+		t.Logf("kill %d: %d records committed in %d transactions before the kill, %d transactions left open",
+			kill, s.Records, r.e.txn.committed.Load(), r.e.txn.leftOpen.Load())
+	}
+	if leftOpen == 0 {
+		t.Fatal("no kill left a transaction open: the test did not kill mid-transaction")
+	}
+	last := startEngine(t, c.exactlyOnceConfig(t), testLogger(t))
+	time.Sleep(time.Second)
+	stopProducing()
+	stopProducing = nil
+	got := readTargetCommitted(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
+	res := audit(t, w, got, true, true)
+	if res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
+		t.Fatalf("after 3 kills: %d records read committed, %d missing, %d duplicates; want %d, 0, 0",
+			res.records, res.missing, res.duplicates, w.total())
+	}
+	if err := last.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("3 kills, %d transactions committed before them and %d left open: %d records, 0 lost, 0 duplicates, in %v",
+		txns, leftOpen, res.records, time.Since(start).Round(time.Millisecond))
+}
+
+// TestExactlyOnceTakeover runs two members; one is killed while records flow and the
+// other takes its partitions over: the killed member's open transactions never become
+// visible (they would show as duplicates), nothing is lost.
+func TestExactlyOnceTakeover(t *testing.T) {
+	const partitions = 6
+	c := newClusters(t, partitions)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, 500)
+	stopProducing := w.background(t, c.source, 100, 20*time.Millisecond)
+
+	cfg := func() *config.Config { return c.exactlyOnceConfig(t, func(cfg *config.Config) { cfg.Streams = 1 }) }
+	a := startEngine(t, cfg(), testLogger(t).WithName("a"))
+	b := startEngine(t, cfg(), testLogger(t).WithName("b"))
+	testutil.WaitFor(t, 60*time.Second, "both members committing transactions", func() bool {
+		return a.e.txn.committed.Load() >= 5 && b.e.txn.committed.Load() >= 5
+	})
+	a.e.Abort()
+	if err := a.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("Run after Abort = %v, want nil", err)
+	}
+	aRecords, aOpen := a.e.Stats().Records, a.e.txn.leftOpen.Load()
+	bBefore := b.e.txn.committed.Load()
+	testutil.WaitFor(t, 60*time.Second, "the survivor committing every partition", func() bool {
+		s := b.e.Stats()
+		assigned := 0
+		for _, p := range s.Partitions {
+			if p.Assigned {
+				assigned++
+			}
+		}
+		return assigned == partitions && b.e.txn.committed.Load() >= bBefore+2*partitions
+	})
+	stopProducing()
+	got := readTargetCommitted(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
+	res := audit(t, w, got, false, true)
+	if res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
+		t.Fatalf("after a takeover: %d records read committed, %d missing, %d duplicates; want %d, 0, 0",
+			res.records, res.missing, res.duplicates, w.total())
+	}
+	if err := b.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed member committed %d records and left %d transactions open; survivor took over: %d records read committed, 0 lost, 0 duplicates",
+		aRecords, aOpen, res.records)
+}
+
+// TestExactlyOnceScale scales the mirror from 1 to 3 processes and back to 1 while
+// records flow (every step a rebalance, the removed processes stopped cleanly, the last
+// one of each step killed): a read_committed reader sees every record exactly once.
+func TestExactlyOnceScale(t *testing.T) {
+	const partitions = 6
+	c := newClusters(t, partitions)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, 500)
+	stopProducing := w.background(t, c.source, 100, 20*time.Millisecond)
+	cfg := func() *config.Config { return c.exactlyOnceConfig(t, func(cfg *config.Config) { cfg.Streams = 1 }) }
+	committing := func(r *runningEngine, n int64) {
+		t.Helper()
+		from := r.e.txn.committed.Load()
+		testutil.WaitFor(t, 60*time.Second, "transactions committed", func() bool { return r.e.txn.committed.Load() >= from+n })
+	}
+	first := startEngine(t, cfg(), testLogger(t).WithName("1"))
+	committing(first, 5)
+	second := startEngine(t, cfg(), testLogger(t).WithName("2"))
+	third := startEngine(t, cfg(), testLogger(t).WithName("3"))
+	committing(second, 3)
+	committing(third, 3)
+	// Back to one: the second stops cleanly, the third is killed.
+	if err := second.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	third.e.Abort()
+	if err := third.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("Run after Abort = %v, want nil", err)
+	}
+	testutil.WaitFor(t, 60*time.Second, "the last process owning every partition", func() bool {
+		assigned := 0
+		for _, p := range first.e.Stats().Partitions {
+			if p.Assigned {
+				assigned++
+			}
+		}
+		return assigned == partitions
+	})
+	committing(first, 2*partitions)
+	stopProducing()
+	got := readTargetCommitted(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
+	res := audit(t, w, got, false, true)
+	if res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
+		t.Fatalf("after scaling 1 -> 3 -> 1: %d records read committed, %d missing, %d duplicates; want %d, 0, 0",
+			res.records, res.missing, res.duplicates, w.total())
+	}
+	if err := first.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("scaled 1 -> 3 -> 1 (one clean stop, one kill): %d records, 0 lost, 0 duplicates", res.records)
+}
+
+// TestExactlyOnceZombieFenced is the fencing step on its own: a producer that was
+// writing a source partition's transaction (a paused process) is fenced when the
+// partition's new owner opens the same transactional id; its transaction can no longer
+// be committed, none of its records becomes visible, and the offset it tried to commit
+// is not written. The new owner's transaction is.
+func TestExactlyOnceZombieFenced(t *testing.T) {
+	c := newClusters(t, 1)
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V3_6_0_0
+	adm, err := sarama.NewClusterAdmin(c.target.ListenAddrs(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if err := adm.CreateTopic(testTopic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(c.exactlyOnceConfig(t), WithRegisterer(prometheus.NewRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.keeper = &progressKeeper{group: ProgressGroup(e.cfg.ConsumerGroup)}
+	tp := partitionKey{testTopic, 0}
+	send := func(w *txnWriter, who string, n int) {
+		t.Helper()
+		if err := w.producer.BeginTxn(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			w.producer.Input() <- &sarama.ProducerMessage{Topic: testTopic, Partition: 0, Value: sarama.StringEncoder(fmt.Sprintf("%s-%d", who, i))}
+		}
+	}
+	commit := func(w *txnWriter, next int64) error {
+		meta := txnProgressMetadata(testTopic, 0)
+		if err := w.producer.AddOffsetsToTxn(map[string][]*sarama.PartitionOffsetMetadata{
+			testTopic: {{Partition: 0, Offset: next, LeaderEpoch: -1, Metadata: &meta}}}, e.keeper.group); err != nil {
+			return err
+		}
+		return w.producer.CommitTxn()
+	}
+
+	zombie, err := openTxnWriter(e, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(zombie, "zombie", 10)
+	// The zombie's records reach the target inside its open transaction.
+	testutil.WaitFor(t, 30*time.Second, "the zombie's records written", func() bool {
+		zombie.mu.Lock()
+		defer zombie.mu.Unlock()
+		return zombie.acked == 10
+	})
+	owner, err := openTxnWriter(e, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zerr := commit(zombie, 10)
+	if zerr == nil {
+		t.Fatal("the zombie committed its transaction after the new owner opened the same transactional id")
+	}
+	if !errors.Is(zerr, sarama.ErrProducerFenced) && !errors.Is(zerr, sarama.ErrInvalidProducerEpoch) {
+		t.Fatalf("the zombie's commit failed with %v, want PRODUCER_FENCED (90) or INVALID_PRODUCER_EPOCH", zerr)
+	}
+	zombie.close()
+	send(owner, "owner", 3)
+	if err := commit(owner, 3); err != nil {
+		t.Fatalf("the new owner's commit: %v", err)
+	}
+	owner.close()
+
+	got := readTargetCommitted(t, c.target, testTopic, 3, time.Second, time.Minute)
+	if n := len(got[0]); n != 3 {
+		t.Fatalf("read_committed sees %d records, want the new owner's 3 (the zombie's 10 aborted)", n)
+	}
+	for _, r := range got[0] {
+		if !strings.HasPrefix(string(r.Value), "owner-") {
+			t.Fatalf("read_committed sees the zombie's record %q", r.Value)
+		}
+	}
+	offs, err := adm.ListConsumerGroupOffsets(e.keeper.group, map[string][]int32{testTopic: {0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := offs.GetBlock(testTopic, 0)
+	if o == nil || o.Offset != 3 || o.Metadata != txnProgressMetadata(testTopic, 0) {
+		t.Fatalf("target-side offset = %+v, want the new owner's 3 with its metadata", o)
+	}
+	t.Logf("zombie fenced: its commit failed with PRODUCER_FENCED (%q, as sarama names code 90); read_committed sees the new owner's 3 records and offset 3", zerr)
+}
+
+// TestExactlyOnceTargetOutage cuts the target off for a few seconds while records flow:
+// transactions wait for the target (sarama retries for deliveryTimeout), and a
+// read_committed reader sees every record exactly once.
+func TestExactlyOnceTargetOutage(t *testing.T) {
+	const partitions = 4
+	f := newFaultyNetwork()
+	c := newClusters(t, partitions, f.opt())
+	w := newWorkload(partitions)
+	w.produce(t, c.source, 500)
+	cfg := c.exactlyOnceConfig(t, func(cfg *config.Config) { cfg.DeliveryTimeout = config.Duration{Duration: 20 * time.Second} })
+	r := startEngine(t, cfg, testLogger(t))
+	stopProducing := w.background(t, c.source, 100, 20*time.Millisecond)
+	testutil.WaitFor(t, 60*time.Second, "transactions committed", func() bool { return r.e.txn.committed.Load() >= 10 })
+	f.setCut(true)
+	time.Sleep(5 * time.Second)
+	f.setCut(false)
+	before := r.e.txn.committed.Load()
+	testutil.WaitFor(t, 90*time.Second, "transactions committed after the outage", func() bool {
+		return r.e.txn.committed.Load() >= before+2*partitions
+	})
+	stopProducing()
+	got := readTargetCommitted(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
+	res := audit(t, w, got, false, true)
+	if res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
+		t.Fatalf("after a 5 s target outage: %d records read committed, %d missing, %d duplicates; want %d, 0, 0",
+			res.records, res.missing, res.duplicates, w.total())
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v after the outage, want nil", err)
+	}
+	if n := r.e.txn.failed.Load(); n != 0 {
+		t.Fatalf("%d transactions failed during a 5 s outage, want 0 (they retry for deliveryTimeout, 20 s)", n)
+	}
+	t.Logf("5 s target outage: %d transactions failed; %d records, 0 lost, 0 duplicates",
+		r.e.txn.failed.Load(), res.records)
+}

@@ -1,0 +1,201 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+)
+
+// TestKill9ExactlyOnce is TestKill9's exactly-once column: the engine runs with
+// delivery exactlyOnce and is killed with kill -9 three times mid-stream, restarting
+// each time. Counted by a read_committed reader of the target: zero loss and zero
+// duplicates (TestKill9, at-least-once, allows in flight + one commit interval per kill).
+func TestKill9ExactlyOnce(t *testing.T) {
+	s := newScenario(t, stdTopics())
+	cfg := s.config(func(c *config.Config) {
+		c.Handlers = skipFilter
+		c.Delivery = config.DeliveryExactlyOnce
+		c.TransactionInterval = config.Duration{Duration: 100 * time.Millisecond}
+	})
+	w := s.stdWorkload(skipFraction)
+	w.Rate = 4000
+	e := s.startEngine("engine-0", cfg)
+	bg := s.produce(w)
+	const kills = 3
+	for i := 1; i <= kills; i++ {
+		bg.waitSent(w.Records * i / (kills + 1))
+		// Steady state: the engine (re)joined and committed transactions since it started.
+		s.waitCommittedTarget(s.committedTargetSum()+2000, time.Minute)
+		time.Sleep(time.Duration(rand.Int63n(int64(commitInterval))))
+		e.kill()
+		t.Logf("kill -9 #%d with the target holding %d records (read_uncommitted end offsets)", i, s.targetCount())
+		e = s.startEngine(fmt.Sprintf("engine-%d", i), cfg)
+	}
+	p := bg.wait(t)
+	rep := s.waitCompleteCommitted(p, audit.Options{Filtered: audit.SkipHeaderFiltered})
+	e.stop(time.Minute)
+	s.assertAudit(rep, 0)
+	s.figures(rep, map[string]any{"kills": kills, "delivery": "exactlyOnce", "isolation": "read_committed"})
+}
+
+// TestZombieFencedExactlyOnce: two engines mirror with delivery exactlyOnce; one is
+// paused (SIGSTOP) with its transactions open until the group gives its partitions to
+// the other, which fences them, then resumed (SIGCONT). The resumed zombie's writes are
+// refused (it logs that it was fenced), and a read_committed reader of the target sees
+// every record exactly once.
+func TestZombieFencedExactlyOnce(t *testing.T) {
+	s := newScenario(t, stdTopics())
+	cfg := s.config(func(c *config.Config) {
+		c.Streams = 1
+		c.Handlers = skipFilter
+		c.Delivery = config.DeliveryExactlyOnce
+		c.TransactionInterval = config.Duration{Duration: 100 * time.Millisecond}
+	})
+	w := s.stdWorkload(skipFraction)
+	w.Rate = 4000
+	zombie := s.startEngine("zombie", cfg)
+	other := s.startEngine("other", cfg)
+	bg := s.produce(w)
+	bg.waitSent(w.Records / 4)
+	s.waitCommittedTarget(s.committedTargetSum()+2000, time.Minute)
+	joins := other.countLog("Joined the consumer group")
+	if err := zombie.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// The group evicts the paused member after its session timeout and gives every
+	// partition to the other engine, whose Setup fences the zombie's transactional ids.
+	deadline := time.Now().Add(2 * time.Minute)
+	for other.countLog("Joined the consumer group") == joins {
+		if time.Now().After(deadline) {
+			t.Fatalf("the other engine never took the paused one's partitions over; log tail:\n%s", other.logTail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.waitCommittedTarget(s.committedTargetSum()+2000, time.Minute)
+	if err := zombie.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(time.Minute)
+	for zombie.countLog("Was fenced by a newer owner") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the resumed zombie never reported being fenced; log tail:\n%s", zombie.logTail(30))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fencedClaims := zombie.countLog("Was fenced by a newer owner")
+	p := bg.wait(t)
+	rep := s.waitCompleteCommitted(p, audit.Options{Filtered: audit.SkipHeaderFiltered})
+	zombie.stop(time.Minute)
+	other.stop(time.Minute)
+	s.assertAudit(rep, 0)
+	s.figures(rep, map[string]any{"delivery": "exactlyOnce", "isolation": "read_committed", "zombie_fenced_claims": fencedClaims})
+}
+
+// TestTargetOutageExactlyOnce is TestTargetOutage's exactly-once column: the target is
+// unreachable for 5 s and for 60 s while records flow. Transactions wait (sarama retries
+// for deliveryTimeout, 2m) or, when the target aborted one on its transaction timeout
+// meanwhile, the claim restarts from the target's offset; the engine is supervised (an
+// exit would be restarted as by its pod, and reported). A read_committed reader sees
+// every record exactly once.
+func TestTargetOutageExactlyOnce(t *testing.T) {
+	for name, outage := range map[string]time.Duration{"5s": 5 * time.Second, "60s": 60 * time.Second} {
+		t.Run(name, func(t *testing.T) {
+			s := newScenario(t, stdTopics())
+			cfg := s.config(func(c *config.Config) {
+				c.DeliveryTimeout = config.Duration{Duration: 2 * time.Minute}
+				c.Delivery = config.DeliveryExactlyOnce
+				c.TransactionInterval = config.Duration{Duration: 100 * time.Millisecond}
+			})
+			w := s.stdWorkload(0)
+			sv := s.supervise("engine", cfg)
+			bg := s.produce(w)
+			bg.waitSent(w.Records / 3)
+			s.waitCommittedTarget(s.committedTargetSum()+2000, time.Minute)
+			s.dst.disable()
+			time.Sleep(outage)
+			s.dst.enable(t)
+			if exits := sv.restarts(); len(exits) > 0 {
+				t.Errorf("the engine exited %d times during a %v outage shorter than deliveryTimeout (2m); first: %s", len(exits), outage, exits[0])
+			}
+			p := bg.wait(t)
+			rep := s.waitCompleteCommitted(p, audit.Options{})
+			sv.stop(time.Minute)
+			if exits := sv.restarts(); len(exits) > 0 {
+				t.Errorf("the engine exited %d times after a %v outage shorter than deliveryTimeout (2m); first: %s", len(exits), outage, exits[0])
+			}
+			s.assertAudit(rep, 0)
+			s.figures(rep, map[string]any{"outage": outage.String(), "delivery": "exactlyOnce", "isolation": "read_committed",
+				"engine_exits": len(sv.restarts())})
+		})
+	}
+}
+
+// committedTargetSum sums what the target holds below its last stable offsets: records
+// of committed transactions (and their markers).
+func (s *scenario) committedTargetSum() int64 {
+	s.t.Helper()
+	r := audit.NewReader(s.dst.addrs(), s.topicList())
+	r.ReadCommitted = true
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := r.Poll(ctx); err != nil {
+		s.t.Fatalf("reading the target: %v", err)
+	}
+	return int64(len(r.Mirrored().Records))
+}
+
+// waitCommittedTarget waits until the target's committed records reach n.
+func (s *scenario) waitCommittedTarget(n int64, timeout time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var got int64
+	for time.Now().Before(deadline) {
+		if got = s.committedTargetSum(); got >= n {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.t.Fatalf("the target's committed records reached %d within %v, want at least %d", got, timeout, n)
+}
+
+// waitCompleteCommitted reads the target read_committed until every expected record is
+// there, failing the test with the audit table if that does not happen within
+// completeTimeout.
+func (s *scenario) waitCompleteCommitted(p *audit.Produced, opts audit.Options) audit.Report {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
+	defer cancel()
+	r := audit.NewReader(s.dst.addrs(), s.topicList())
+	r.ReadCommitted = true
+	var rep audit.Report
+	for {
+		err := r.Poll(ctx)
+		rep = audit.Audit(p, r.Mirrored(), opts)
+		if err == nil && rep.Total.Lost == 0 {
+			return rep
+		}
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			s.t.Fatalf("the target never held every record read_committed: %v\n%s", err, rep)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (s *scenario) topicList() []string {
+	var ts []string
+	for t := range s.topics {
+		ts = append(ts, t)
+	}
+	return ts
+}
