@@ -62,6 +62,15 @@ manifests: controller-gen ## Generate CRD, RBAC and deepcopy from api/ and contr
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd rbac:roleName=kafka-mirror-manager paths=./api/... paths=./controllers/... output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	bash hack/sync-chart.sh
+	$(MAKE) monitoring
+
+.PHONY: monitoring
+monitoring: ## Generate the Grafana dashboard and PrometheusRule (config/monitoring, chart files/) from hack/monitoring.
+	cd hack/monitoring && go run . -root ../..
+
+.PHONY: dashboard-preview
+dashboard-preview: ## Run a short mirror against in-process Kafka and plot its metrics into docs/images/dashboard-preview.png.
+	cd hack/monitoring && go run . -root ../.. -preview
 
 .PHONY: helm-lint
 helm-lint: helm ## Lint the Helm chart.
