@@ -10,6 +10,9 @@ export KAFKA_MIRROR_CACHE := $(CACHE)
 TOOLS := $(CACHE)/bin
 CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 HELM := $(TOOLS)/helm-$(HELM_VERSION)
+# promtool comes from the Prometheus module version hack/monitoring pins for its PromQL parser.
+PROMETHEUS_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2; exit}' hack/monitoring/go.mod)
+PROMTOOL := $(TOOLS)/promtool-$(PROMETHEUS_VERSION)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -36,8 +39,9 @@ build: ## Build bin/kafka-mirror.
 
 ##@ Test
 .PHONY: test
-test: envtest helm ## Run every test: unit, kfake end-to-end, envtest controller, chart.
+test: envtest helm promtool ## Run every test: unit, kfake end-to-end, envtest controller, chart, dashboard and alerts.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest.sh)" HELM="$(HELM)" go test -timeout $(TEST_TIMEOUT) ./...
+	cd hack/monitoring && KUBEBUILDER_ASSETS="$$(bash ../envtest.sh)" PROMTOOL="$(PROMTOOL)" go test -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-stress
 test-stress: envtest helm ## Run the tests RUNS times (default 3) with every core busy; PKG=./mirror/ picks packages.
@@ -54,6 +58,7 @@ bench: ## Measure throughput, latency and memory against the broker-bound limit 
 .PHONY: lint
 lint: ## go vet and gofmt.
 	go vet ./...
+	cd hack/monitoring && go vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ##@ Generate
@@ -94,3 +99,10 @@ $(HELM):
 	@mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS)/tmp-helm go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(TOOLS)/tmp-helm/helm $@ && rmdir $(TOOLS)/tmp-helm
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build (once, cached) the promtool that tests the alerts.
+$(PROMTOOL):
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS)/tmp-promtool go install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
+	mv $(TOOLS)/tmp-promtool/promtool $@ && rmdir $(TOOLS)/tmp-promtool

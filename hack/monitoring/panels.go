@@ -30,7 +30,7 @@ type panel struct {
 	Kind                     panelKind
 	// Signed panels may go below zero (a trend); the others start their axis at 0.
 	Signed  bool
-	Queries                  []query
+	Queries []query
 }
 
 // row is a titled group of panels.
@@ -43,9 +43,9 @@ type row struct {
 // not from kafka-mirror: the live-scrape test cannot see them and checks only that no
 // other foreign name slips in.
 var kubeStateMetrics = map[string]bool{
-	"kube_pod_container_status_restarts_total":      true,
-	"kube_deployment_status_replicas_unavailable":   true,
-	"kube_deployment_spec_replicas":                 true,
+	"kube_pod_container_status_restarts_total":    true,
+	"kube_deployment_status_replicas_unavailable": true,
+	"kube_deployment_spec_replicas":               true,
 }
 
 // scrapeTargetLabels are added by Prometheus (the Prometheus Operator's ServiceMonitor

@@ -42,9 +42,9 @@ func annotations(summary, description, runbook string) map[string]string {
 // docs/metrics.md says how to tune them.
 var alerts = []alert{
 	{
-		Alert: "KafkaMirrorLagHigh",
-		Expr:  `sum by (namespace, app_kubernetes_io_instance, topic) (kafka_mirror_lag_records) > 100000`,
-		For:   "15m",
+		Alert:  "KafkaMirrorLagHigh",
+		Expr:   `sum by (namespace, app_kubernetes_io_instance, topic) (kafka_mirror_lag_records) > 100000`,
+		For:    "15m",
 		Labels: map[string]string{"severity": severityWarning},
 		Annotations: annotations(
 			"KafkaMirror "+mirrorRef+" lags {{ $value | humanize }} records on {{ $labels.topic }}",
