@@ -138,12 +138,16 @@ func engineScrape(t *testing.T) exposition {
 		if text, err = r.scrape(); err != nil {
 			t.Fatal(err)
 		}
+		// Done when every kept record is acked, every filtered one counted, and every
+		// partition reports its lag, down to 0 once the commit covers everything.
 		mirrored, filtered := sumSamples(t, text, "kafka_mirror_records_total"), sumSamples(t, text, "kafka_mirror_filtered_records_total")
-		if mirrored == liveRecords*9/10 && filtered == liveRecords/10 {
+		lagSeries, lag := countSamples(t, text, "kafka_mirror_lag_records"), sumSamples(t, text, "kafka_mirror_lag_records")
+		if mirrored == liveRecords*9/10 && filtered == liveRecords/10 && lagSeries == livePartitions && lag == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %v the engine reports %v records mirrored and %v filtered, want %d and %d", engineStartTimeout, mirrored, filtered, liveRecords*9/10, liveRecords/10)
+			t.Fatalf("after %v the engine reports %v records mirrored, %v filtered, lag %v on %d partitions; want %d, %d, 0 on %d",
+				engineStartTimeout, mirrored, filtered, lag, lagSeries, liveRecords*9/10, liveRecords/10, livePartitions)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -168,4 +172,20 @@ func sumSamples(t *testing.T, text, metric string) float64 {
 		}
 	}
 	return sum
+}
+
+// countSamples counts the series of metric in a text exposition.
+func countSamples(t *testing.T, text, metric string) int {
+	t.Helper()
+	samples, err := parseSamples(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range samples {
+		if s.Name == metric {
+			n++
+		}
+	}
+	return n
 }

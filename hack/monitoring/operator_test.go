@@ -2,14 +2,19 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/controllers"
 )
@@ -54,9 +59,23 @@ func operatorScrape(t *testing.T) exposition {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	// The controller registers its reconcile counters and its queue when it starts,
-	// after the caches synced; wait for them.
+	// The controller registers its reconcile counters when it starts; the queue's depth
+	// appears once something was queued: the sample KafkaMirror (its clusters do not
+	// exist, so it is reconciled and requeued, which is all the scrape needs).
+	var sample unstructured.Unstructured
+	data, err := os.ReadFile(filepath.Join(repoRoot, "config/samples/kafkamirror_v1alpha1_plain.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &sample.Object); err != nil {
+		t.Fatal(err)
+	}
+	sample.SetNamespace("default")
+	if err := mgr.GetClient().Create(ctx, &sample); err != nil {
+		t.Fatalf("while creating the sample KafkaMirror: %v", err)
+	}
 	deadline := time.Now().Add(engineStartTimeout)
+	var last exposition
 	for {
 		text, err := scrapeURL(http.DefaultClient, "http://"+addr+"/metrics")
 		if err == nil {
@@ -67,9 +86,17 @@ func operatorScrape(t *testing.T) exposition {
 			if exp["controller_runtime_reconcile_total"]["controller"] && exp["workqueue_depth"]["name"] {
 				return exp
 			}
+			last = exp
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %v the operator's /metrics has no controller metrics yet (last error %v)", engineStartTimeout, err)
+			var names []string
+			for name, ls := range last {
+				if strings.HasPrefix(name, "controller_runtime_reconcile") || strings.HasPrefix(name, "workqueue_") {
+					names = append(names, name+fmt.Sprint(keys(ls)))
+				}
+			}
+			slices.Sort(names)
+			t.Fatalf("after %v the operator's /metrics has no reconcile and work-queue metrics of the controller yet (last error %v); it has %v", engineStartTimeout, err, names)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

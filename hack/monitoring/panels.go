@@ -108,6 +108,8 @@ var dashboardRows = []row{
 			Queries: []query{{Expr: `sum by (` + byTopic + `) (kafka_mirror_inflight_records{` + selPartition + `})`, Legend: "{{app_kubernetes_io_instance}} {{topic}}"}}},
 		{Title: "In-flight bytes", Unit: "bytes", Description: "Bytes handed to the producer and not yet acknowledged, per pod: the part of maxInFlightBytes in use.",
 			Queries: []query{{Expr: `sum by (` + byMirror + `, pod) (kafka_mirror_inflight_bytes{` + selMirror + `})`, Legend: "{{pod}}"}}},
+		{Title: "Commit point advance", Unit: "rps", Description: "How fast the committed source offset moves, by topic: records per second that are mirrored for good (a restart would not read them again).",
+			Queries: []query{{Expr: `sum by (` + byTopic + `) (deriv(kafka_mirror_committed_offset{` + selPartition + `}[$__rate_interval]))`, Legend: "{{app_kubernetes_io_instance}} {{topic}}"}}},
 		{Title: "Commits and stalled commits", Unit: "short", Description: "Offset commits confirmed by the source group coordinator per second; 'stalled' is 1 while records are in flight and nothing was committed for 10 minutes (the KafkaMirrorNotCommitting alert).",
 			Queries: []query{
 				{Expr: `sum by (` + byMirror + `) (rate(kafka_mirror_commits_total{` + selMirror + `}[$__rate_interval]))`, Legend: "commits/s {{app_kubernetes_io_instance}}"},
