@@ -57,10 +57,10 @@ var scrapeTargetLabels = map[string]bool{
 
 func percentiles(metric string) []query {
 	var qs []query
-	for _, q := range []string{"0.5", "0.9", "0.99"} {
+	for _, q := range []struct{ quantile, name string }{{"0.5", "p50"}, {"0.9", "p90"}, {"0.99", "p99"}} {
 		qs = append(qs, query{
-			Expr:   `histogram_quantile(` + q + `, sum by (le, ` + byMirror + `) (rate(` + metric + `_bucket{` + selPartition + `}[$__rate_interval])))`,
-			Legend: "p" + q[2:] + " {{app_kubernetes_io_instance}}",
+			Expr:   `histogram_quantile(` + q.quantile + `, sum by (le, ` + byMirror + `) (rate(` + metric + `_bucket{` + selPartition + `}[$__rate_interval])))`,
+			Legend: q.name + " {{app_kubernetes_io_instance}}",
 		})
 	}
 	return qs
