@@ -10,6 +10,9 @@ export KAFKA_MIRROR_CACHE := $(CACHE)
 TOOLS := $(CACHE)/bin
 CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 HELM := $(TOOLS)/helm-$(HELM_VERSION)
+# promtool comes from the Prometheus module version hack/monitoring pins for its PromQL parser.
+PROMETHEUS_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2; exit}' hack/monitoring/go.mod)
+PROMTOOL := $(TOOLS)/promtool-$(PROMETHEUS_VERSION)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -38,9 +41,10 @@ build: ## Build bin/kafka-mirror.
 
 ##@ Test
 .PHONY: test
-test: envtest helm ## Run every test: unit, kfake end-to-end, envtest controller, chart.
+test: envtest helm promtool ## Run every test: unit, kfake end-to-end, envtest controller, chart, dashboard and alerts.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest.sh)" HELM="$(HELM)" go test -timeout $(TEST_TIMEOUT) ./...
 	cd hack/image && go test -timeout $(TEST_TIMEOUT) ./...
+	cd hack/monitoring && KUBEBUILDER_ASSETS="$$(bash ../envtest.sh)" PROMTOOL="$(PROMTOOL)" go test -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-stress
 test-stress: envtest helm ## Run the tests RUNS times (default 3) with every core busy; PKG=./mirror/ picks packages.
@@ -62,6 +66,7 @@ bench-operator: envtest ## Measure the operator at fleet scale (envtest + kfake)
 lint: ## go vet and gofmt.
 	go vet ./...
 	cd hack/image && go vet ./...
+	cd hack/monitoring && go vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ##@ Image
@@ -80,6 +85,15 @@ manifests: controller-gen ## Generate CRD, RBAC and deepcopy from api/ and contr
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd rbac:roleName=kafka-mirror-manager paths=./api/... paths=./controllers/... output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	bash hack/sync-chart.sh
+	$(MAKE) monitoring
+
+.PHONY: monitoring
+monitoring: ## Generate the Grafana dashboard and PrometheusRule (config/monitoring, chart files/) from hack/monitoring.
+	cd hack/monitoring && go run . -root ../..
+
+.PHONY: dashboard-preview
+dashboard-preview: ## Run a short mirror against in-process Kafka and plot its metrics into docs/images/dashboard-preview.png.
+	cd hack/monitoring && go run . -root ../.. -preview
 
 .PHONY: helm-lint
 helm-lint: helm ## Lint the Helm chart.
@@ -103,3 +117,10 @@ $(HELM):
 	@mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS)/tmp-helm go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(TOOLS)/tmp-helm/helm $@ && rmdir $(TOOLS)/tmp-helm
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build (once, cached) the promtool that tests the alerts.
+$(PROMTOOL):
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS)/tmp-promtool go install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
+	mv $(TOOLS)/tmp-promtool/promtool $@ && rmdir $(TOOLS)/tmp-promtool
