@@ -236,6 +236,7 @@ func (r *KafkaMirrorReconciler) finalizeStatus(ctx context.Context, m *v1alpha1.
 		next.ObservedGeneration = m.Generation
 	}
 	r.recordTransitions(m, &next, obs)
+	reportLag(m, &next)
 	if equality.Semantic.DeepEqual(m.Status, next) {
 		return reconcileErr
 	}
