@@ -17,23 +17,37 @@ var topicLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	// Not "namespace": Prometheus sets that label to the operator pod's namespace.
 }, []string{"mirror_namespace", "mirror", "topic"})
 
-func init() { metrics.Registry.MustRegister(topicLag) }
+// topicStateCounts is status.topics as a metric: how many selected topics are in sync,
+// mismatched (a target with more partitions, or drift left alone with syncPartitions
+// false) or failed, so drift can be alerted on.
+var topicStateCounts = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "kafka_mirror_operator_topics",
+	Help: "Selected source topics of a KafkaMirror by the state of their target after the last topic sync (state selected, inSync, mismatched, failed).",
+}, []string{"mirror_namespace", "mirror", "state"})
 
-// reportLag replaces the lag series of m with the lags in st (a topic whose lag could
-// not be read has no series).
+func init() { metrics.Registry.MustRegister(topicLag, topicStateCounts) }
+
+// reportLag replaces the lag and topic-count series of m with what st says (a topic
+// whose lag could not be read has no lag series; counts are 0 before the first sync).
 func reportLag(m *v1alpha1.KafkaMirror, st *v1alpha1.KafkaMirrorStatus) {
 	forgetLag(m.Namespace, m.Name)
-	if st.Topics == nil {
-		return
+	var ts v1alpha1.TopicsStatus
+	if st.Topics != nil {
+		ts = *st.Topics
 	}
-	for _, t := range st.Topics.Items {
+	for state, n := range map[string]int32{"selected": ts.Selected, "inSync": ts.InSync, "mismatched": ts.Mismatched, "failed": ts.Failed} {
+		topicStateCounts.WithLabelValues(m.Namespace, m.Name, state).Set(float64(n))
+	}
+	for _, t := range ts.Items {
 		if t.Lag != nil {
 			topicLag.WithLabelValues(m.Namespace, m.Name, t.Source).Set(float64(*t.Lag))
 		}
 	}
 }
 
-// forgetLag drops the lag series of a KafkaMirror.
+// forgetLag drops the lag and topic-count series of a KafkaMirror.
 func forgetLag(namespace, name string) {
-	topicLag.DeletePartialMatch(prometheus.Labels{"mirror_namespace": namespace, "mirror": name})
+	labels := prometheus.Labels{"mirror_namespace": namespace, "mirror": name}
+	topicLag.DeletePartialMatch(labels)
+	topicStateCounts.DeletePartialMatch(labels)
 }

@@ -57,6 +57,11 @@ func TestLagReportedWithoutPods(t *testing.T) {
 			if got := promtestutil.ToFloat64(topicLag.WithLabelValues(ns, name, topic)); got != float64(want) {
 				return fmt.Errorf("kafka_mirror_operator_topic_lag %v, want %d", got, want)
 			}
+			for state, n := range map[string]float64{"selected": 1, "inSync": 1, "mismatched": 0, "failed": 0} {
+				if got := promtestutil.ToFloat64(topicStateCounts.WithLabelValues(ns, name, state)); got != n {
+					return fmt.Errorf("kafka_mirror_operator_topics{state=%q} %v, want %v", state, got, n)
+				}
+			}
 			return nil
 		})
 	}
@@ -79,10 +84,10 @@ func TestLagReportedWithoutPods(t *testing.T) {
 	})
 }
 
-// seriesOf counts the lag series of one KafkaMirror.
+// seriesOf counts the lag and topic-count series of one KafkaMirror.
 func seriesOf(ns, name string) int {
 	ch := make(chan prometheus.Metric, 64)
-	go func() { topicLag.Collect(ch); close(ch) }()
+	go func() { topicLag.Collect(ch); topicStateCounts.Collect(ch); close(ch) }()
 	n := 0
 	for m := range ch {
 		d := &dto.Metric{}

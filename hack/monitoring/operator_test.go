@@ -83,7 +83,7 @@ func operatorScrape(t *testing.T) exposition {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if exp["controller_runtime_reconcile_total"]["controller"] && exp["workqueue_depth"]["name"] {
+			if exp["controller_runtime_reconcile_total"]["controller"] && exp["workqueue_depth"]["name"] && exp["kafka_mirror_operator_topics"]["state"] {
 				return exp
 			}
 			last = exp

@@ -84,6 +84,16 @@ var alerts = []alert{
 			"kafkamirrorwaitingfortarget"),
 	},
 	{
+		Alert:  "KafkaMirrorTopicsDrifted",
+		Expr:   `sum by (mirror_namespace, mirror) (kafka_mirror_operator_topics{state=~"mismatched|failed"}) > 0`,
+		For:    "15m",
+		Labels: map[string]string{"severity": severityWarning},
+		Annotations: annotations(
+			"KafkaMirror {{ $labels.mirror_namespace }}/{{ $labels.mirror }} has {{ $value }} target topics out of step with the source",
+			"The operator's topic sync found target topics with more partitions than the source (never changed: partitions cannot be removed), drift it leaves alone (syncPartitions: false), or topics it could not create or expand. status.topics.items of the KafkaMirror names them and why.",
+			"kafkamirrortopicsdrifted"),
+	},
+	{
 		Alert:  "KafkaMirrorSendFailed",
 		Expr:   `sum by (namespace, app_kubernetes_io_instance) (increase(kafka_mirror_send_errors_total[10m])) > 0`,
 		Labels: map[string]string{"severity": severityCritical},
