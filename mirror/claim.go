@@ -62,6 +62,31 @@ type claimState struct {
 	confirmed int64
 }
 
+// startClaim registers a claim of the current session with a tracker of trackerSize
+// and attaches it to its partition's state; the caller detaches it when the claim ends.
+func (s *stream) startClaim(claim sarama.ConsumerGroupClaim, trackerSize int) (*claimState, *sessionState) {
+	e := s.e
+	s.mu.Lock()
+	ss := s.cur
+	s.mu.Unlock()
+	part := e.parts.get(claim.Topic(), claim.Partition())
+	c := &claimState{
+		e:         e,
+		s:         e.sender,
+		part:      part,
+		tracker:   offsets.New(trackerSize),
+		topic:     claim.Topic(),
+		target:    e.sel.TargetName(claim.Topic()),
+		confirmed: -1,
+		sendCtx:   ss.drain,
+	}
+	ss.mu.Lock()
+	ss.claims = append(ss.claims, c)
+	ss.mu.Unlock()
+	part.attach(c.tracker, claim)
+	return c, ss
+}
+
 // ConsumeClaim mirrors one partition for the session, then drains it: it stops reading,
 // waits until every record it sent was acked, and commits, so that the next owner
 // starts exactly where this one stopped and a clean rebalance or shutdown mirrors
@@ -74,25 +99,8 @@ func (s *stream) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Con
 	if e.txn != nil {
 		return s.consumeClaimTxn(sess, claim)
 	}
-	s.mu.Lock()
-	ss := s.cur
-	s.mu.Unlock()
-	part := e.parts.get(claim.Topic(), claim.Partition())
-	c := &claimState{
-		e:         e,
-		s:         e.sender,
-		part:      part,
-		tracker:   offsets.New(min(e.cfg.MaxInFlightPerPartition, 1<<16)),
-		topic:     claim.Topic(),
-		target:    e.sel.TargetName(claim.Topic()),
-		confirmed: -1,
-		sendCtx:   ss.drain,
-	}
-	ss.mu.Lock()
-	ss.claims = append(ss.claims, c)
-	ss.mu.Unlock()
-	part.attach(c.tracker, claim)
-	defer part.detach()
+	c, ss := s.startClaim(claim, min(e.cfg.MaxInFlightPerPartition, 1<<16))
+	defer c.part.detach()
 
 	err := c.readLoop(sess.Context(), claim)
 	if e.aborted.Load() {
@@ -117,7 +125,7 @@ func (s *stream) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Con
 		// the drain waits for the others only.
 		if err := c.tracker.WaitBelow(drain, 1+c.unsent); err != nil && !e.isFailed() {
 			s.log.Info("Timed out draining a released partition; committing what the target acked",
-				"topic", c.topic, "partition", part.partition, "inFlight", c.tracker.InFlight(), "drainLimit", e.life.drainLimit)
+				"topic", c.topic, "partition", c.part.partition, "inFlight", c.tracker.InFlight(), "drainLimit", e.life.drainLimit)
 		}
 	}
 	// After a fatal error the commit point still stops below the failed record, which is

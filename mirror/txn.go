@@ -331,31 +331,15 @@ type txnClaim struct {
 // consumeClaimTxn is ConsumeClaim for delivery exactlyOnce.
 func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	e := s.e
-	s.mu.Lock()
-	ss := s.cur
-	s.mu.Unlock()
-	part := e.parts.get(claim.Topic(), claim.Partition())
-	c := &claimState{
-		e:         e,
-		s:         e.sender,
-		part:      part,
-		tracker:   offsets.New(1 << 10),
-		topic:     claim.Topic(),
-		target:    e.sel.TargetName(claim.Topic()),
-		confirmed: -1,
-		sendCtx:   ss.drain,
-	}
-	ss.mu.Lock()
-	ss.claims = append(ss.claims, c)
-	ss.mu.Unlock()
-	part.attach(c.tracker, claim)
-	defer part.detach()
+	// One ticket per open transaction: a small tracker is plenty.
+	c, ss := s.startClaim(claim, 1<<10)
+	defer c.part.detach()
 	// The delivery watch does not look at this claim: its tracker holds one ticket per
 	// open transaction, and sarama's produce and transaction retries end a commit that
 	// cannot succeed (with an error) after retrying for about deliveryTimeout, plus the
 	// requests' own timeouts. A process paused for longer (a zombie) must be fenced when
 	// it resumes, not stopped by its own watch first.
-	part.setUnsent(1)
+	c.part.setUnsent(1)
 
 	w := e.txn.take(sess, partitionKey{claim.Topic(), claim.Partition()})
 	if w == nil {
