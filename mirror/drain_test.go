@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -175,10 +176,10 @@ func TestRebalanceWhileTheTargetHangsIsBoundedByTheDrain(t *testing.T) {
 	began := time.Now()
 	third := start()
 	groupStable(t, c.source, cfg.ConsumerGroup, 3, rebalanceTimeout)
+	// The coordinator reports the group stable before each member's Setup has run:
+	// wait for the members themselves, within the same rebalance timeout.
 	for i, r := range []*runningEngine{a, b, third} {
-		if err := r.e.Ready(); err != nil {
-			t.Fatalf("engine %d is not ready after the rebalance: %v", i, err)
-		}
+		testutil.WaitFor(t, rebalanceTimeout, fmt.Sprintf("engine %d ready after the rebalance", i), func() bool { return r.e.Ready() == nil })
 	}
 	took := time.Since(began)
 	t.Logf("the rebalance with a hanging target completed %v after the third member started (drain %v, rebalance timeout %v)",
