@@ -1,9 +1,13 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,10 +17,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
 // TestGroupCheckpointStatus runs the real engine in-process on the config the operator
@@ -172,6 +179,13 @@ func TestGroupCheckpointStatus(t *testing.T) {
 	if got := testutil.CommittedOffsets(t, env.target.ListenAddrs(), live, topic, partitions); got[0] != liveOffsets[0] || got[1] != liveOffsets[1] {
 		t.Fatalf("target group %s holds %v after its member left; want the source group's %v", live, got, liveOffsets)
 	}
+	if err := get(m, ns, name); err != nil {
+		t.Fatal(err)
+	}
+	out := failoverDocStatus(t, m)
+	if !strings.Contains(out, app+"\tCheckpointed\tCheckpointed\t2\t"+groupItem(m.Status.Groups, app).LastCheckpointTime.UTC().Format(time.RFC3339)+"\n") {
+		t.Fatalf("docs/failover.md's kubectl command prints\n%s\nwant a line for %s, Checkpointed, 2 partitions and its time", out, app)
+	}
 
 	if err := env.client.Delete(context.Background(), m); err != nil {
 		t.Fatal(err)
@@ -182,6 +196,39 @@ func TestGroupCheckpointStatus(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// failoverDocStatus evaluates the JSONPath of docs/failover.md's
+// `kubectl get kafkamirror -o jsonpath=...` on m, as kubectl does.
+func failoverDocStatus(t *testing.T, m *v1alpha1.KafkaMirror) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "docs", "failover.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "$ kubectl get kafkamirror orders -o jsonpath='"
+	var expr string
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			expr = strings.TrimSuffix(rest, "'")
+		}
+	}
+	if expr == "" {
+		t.Fatalf("docs/failover.md has no line starting with %q", prefix)
+	}
+	jp := jsonpath.New("failover")
+	if err := jp.Parse(expr); err != nil {
+		t.Fatalf("docs/failover.md's JSONPath %q: %v", expr, err)
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := jp.Execute(&buf, obj); err != nil {
+		t.Fatalf("docs/failover.md's JSONPath %q: %v", expr, err)
+	}
+	return buf.String()
 }
 
 // groupWant is what a test expects of one status.groups item.
@@ -283,4 +330,35 @@ func targetGroupMembers(t *testing.T, admin sarama.ClusterAdmin, group string) i
 		t.Fatalf("while describing group %s on the target: %v", group, err)
 	}
 	return len(d[0].Members)
+}
+
+// TestNextGroupsStatus: status.groups follows the latest read, is dropped with
+// spec.groups, and keeps its last value when the groups could not be read.
+func TestNextGroupsStatus(t *testing.T) {
+	prev := &v1alpha1.GroupsStatus{Selected: 1, Checkpointed: 1}
+	read := &v1alpha1.GroupsStatus{Selected: 2, Pending: 2}
+	withGroups := &config.Config{Groups: &config.Groups{Include: []string{"app"}}}
+	tests := map[string]struct {
+		cfg  *config.Config
+		res  topicSyncResult
+		want *v1alpha1.GroupsStatus
+	}{
+		"read":                  {cfg: withGroups, res: topicSyncResult{groups: read}, want: read},
+		"read failed":           {cfg: withGroups, res: topicSyncResult{groupsErr: errors.New("no answer")}, want: prev},
+		"spec.groups removed":   {cfg: &config.Config{}, res: topicSyncResult{groups: read}, want: nil},
+		"no config (not valid)": {cfg: nil, want: nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := nextGroupsStatus(prev, tc.cfg, tc.res); got != tc.want {
+				t.Fatalf("nextGroupsStatus = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	// A re-sync whose groups differ is a new outcome (the KafkaMirror is enqueued to
+	// report it); the same groups are not.
+	same := topicSyncResult{groups: &v1alpha1.GroupsStatus{Selected: 2, Pending: 2}}
+	if !sameOutcome(topicSyncResult{groups: read}, same) || sameOutcome(topicSyncResult{groups: prev}, same) {
+		t.Fatal("sameOutcome does not compare status.groups")
+	}
 }
