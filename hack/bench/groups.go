@@ -84,12 +84,17 @@ func (b *bench) groupsCost(ctx context.Context, rep *report) error {
 			(pair.Groups.CPUPerMillion/pair.Plain.CPUPerMillion-1)*100, pair.OffsetSyncs, pair.CheckpointedPartitions)
 		res.Pairs = append(res.Pairs, pair)
 	}
-	res.Cost = medianOf(res.Pairs, func(p groupsPair) float64 {
-		return 1 - p.Groups.Rate.RecordsPerSecond()/p.Plain.Rate.RecordsPerSecond()
-	})
-	res.CPUCost = medianOf(res.Pairs, func(p groupsPair) float64 { return p.Groups.CPUPerMillion/p.Plain.CPUPerMillion - 1 })
+	res.summarise()
 	rep.Groups = res
 	return nil
+}
+
+// summarise computes Cost and CPUCost from the pairs.
+func (g *groupsResult) summarise() {
+	g.Cost = medianOf(g.Pairs, func(p groupsPair) float64 {
+		return 1 - p.Groups.Rate.RecordsPerSecond()/p.Plain.Rate.RecordsPerSecond()
+	})
+	g.CPUCost = medianOf(g.Pairs, func(p groupsPair) float64 { return p.Groups.CPUPerMillion/p.Plain.CPUPerMillion - 1 })
 }
 
 // groupsTargets is the report's target line for the measurement (none without it).
