@@ -158,6 +158,7 @@ func (r *KafkaMirrorReconciler) forget(key types.NamespacedName) {
 	m.Namespace, m.Name = key.Namespace, key.Name
 	r.applied.forget(key.Namespace, configMapName(m), deploymentName(m), serviceName(m), pdbName(m))
 	forgetLag(key.Namespace, key.Name)
+	forgetGroups(key.Namespace, key.Name)
 }
 
 // notReadyRecheck is how soon a reconcile looks again at a mirror whose pods are not

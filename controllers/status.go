@@ -76,6 +76,7 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 	}
 	if obs.topicsRan && obs.topics.err == nil {
 		st.Topics = topicsStatus(obs.topics)
+		st.Groups = nextGroupsStatus(st.Groups, obs.config, obs.topics)
 	}
 	if obs.invalid != nil {
 		msg, reason := obs.invalid.Error(), v1alpha1.ReasonInvalidSpec
@@ -237,6 +238,7 @@ func (r *KafkaMirrorReconciler) finalizeStatus(ctx context.Context, m *v1alpha1.
 	}
 	r.recordTransitions(m, &next, obs)
 	reportLag(m, &next)
+	reportGroups(m, &next)
 	if equality.Semantic.DeepEqual(m.Status, next) {
 		return reconcileErr
 	}

@@ -34,6 +34,11 @@ type topicSyncResult struct {
 	lag  map[string]int64
 	err  error
 	role string
+
+	// groups is status.groups as read at this sync (nil without spec.groups);
+	// groupsErr says why it could not be read (see groupstatus.go).
+	groups    *v1alpha1.GroupsStatus
+	groupsErr error
 }
 
 // syncTopics runs the engine's topic Syncer against the real clusters: missing targets
@@ -69,6 +74,10 @@ func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config
 
 	if changes := topicChanges(res); changes != "" {
 		log.Info("Synced target topics", "changes", changes)
+	}
+	if res.groups, res.groupsErr = readGroupCheckpoints(cfg, src, tgt); res.groupsErr != nil {
+		// Like lag, for people reading status: the groups' checkpoint times age meanwhile.
+		log.Info("Failed to read consumer group checkpoints", "error", res.groupsErr.Error())
 	}
 
 	names := make([]string, 0, min(len(res.report.Topics), v1alpha1.MaxTopicStatuses))

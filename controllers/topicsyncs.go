@@ -271,7 +271,8 @@ func sameOutcome(prev, next topicSyncResult) bool {
 	if next.err != nil {
 		return prev.role == next.role && prev.err.Error() == next.err.Error()
 	}
-	return topicChanges(next) == "" && equality.Semantic.DeepEqual(topicsStatus(prev), topicsStatus(next))
+	return topicChanges(next) == "" && equality.Semantic.DeepEqual(topicsStatus(prev), topicsStatus(next)) &&
+		equality.Semantic.DeepEqual(prev.groups, next.groups)
 }
 
 // forget drops what is known about a deleted KafkaMirror.

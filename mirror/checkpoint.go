@@ -25,7 +25,11 @@ import (
 // A target group is written only while it has no members (its consumers have not
 // moved yet, or have all left): a live group is never moved. A translated offset below
 // the target group's committed offset is not written (the consumers that moved are
-// further already); it is logged and counted.
+// further already); it is logged and counted. A translated offset equal to the
+// target group's is committed again: its metadata (CheckpointMetadata) renews the
+// checkpoint time, so an idle source group still shows a recent checkpoint and an old
+// one means the checkpoints stopped (the operator reports it from the target group
+// alone, controllers/groupstatus.go).
 
 // groupCheckpointLimit bounds one round of translations, so a cluster that does not
 // answer delays the next round instead of holding it forever.
@@ -54,6 +58,9 @@ type PartitionTranslation struct {
 	TargetCommitted int64
 	// Committed reports that TargetOffset was committed to the target group.
 	Committed bool
+	// Renewed reports that the committed TargetOffset equalled the target group's
+	// offset: the group did not move, only its checkpoint time was renewed.
+	Renewed bool
 	// Skipped says why TargetOffset was not committed ("" when it was, or when no
 	// commit was asked).
 	Skipped string
@@ -176,15 +183,17 @@ const (
 	skipActive    = "the target group has active members"
 	skipNoSync    = "no offset sync at or below the source offset yet"
 	skipBackwards = "the target group is further already"
-	skipSame      = "the target group is there already"
 )
 
 // commit commits gt's translated offsets to the target group while it has no active
-// members, never moving a partition backwards. Kafka itself refuses a commit without a
+// members, never moving a partition backwards; an offset the group holds already is
+// committed again to renew its checkpoint time (see the comment at the top). Each
+// commit carries CheckpointMetadata. Kafka itself refuses a commit without a
 // generation to a group that has members (a consumer that joined meanwhile), so a
 // group that comes alive between the check and the commit is not moved either.
 func (tr *translator) commit(gt *GroupTranslation) error {
 	req := sarama.NewOffsetCommitRequest(tr.target.Config(), gt.Group)
+	now := time.Now()
 	var todo []*PartitionTranslation
 	for i := range gt.Partitions {
 		pt := &gt.Partitions[i]
@@ -195,11 +204,9 @@ func (tr *translator) commit(gt *GroupTranslation) error {
 			pt.Skipped = skipNoSync
 		case pt.TargetCommitted > pt.TargetOffset:
 			pt.Skipped = skipBackwards
-		case pt.TargetCommitted == pt.TargetOffset:
-			pt.Skipped = skipSame
 		default:
-			req.AddBlockWithLeaderEpoch(pt.TargetTopic, pt.Partition, pt.TargetOffset, -1, 0,
-				fmt.Sprintf("kafka-mirror translation of %s/%d offset %d", pt.Topic, pt.Partition, pt.SourceOffset))
+			meta := CheckpointMetadata{Mirror: tr.cfg.ConsumerGroup, At: now.UnixMilli(), SourceTopic: pt.Topic, SourceOffset: pt.SourceOffset}
+			req.AddBlockWithLeaderEpoch(pt.TargetTopic, pt.Partition, pt.TargetOffset, -1, 0, meta.String())
 			todo = append(todo, pt)
 		}
 	}
@@ -225,7 +232,7 @@ func (tr *translator) commit(gt *GroupTranslation) error {
 		}
 		switch {
 		case errors.Is(kerr, sarama.ErrNoError):
-			pt.Committed = true
+			pt.Committed, pt.Renewed = true, pt.TargetCommitted == pt.TargetOffset
 		case errors.Is(kerr, sarama.ErrUnknownMemberId) || errors.Is(kerr, sarama.ErrIllegalGeneration) || errors.Is(kerr, sarama.ErrRebalanceInProgress):
 			pt.Skipped = skipActive
 		default:
@@ -272,9 +279,7 @@ func TranslateGroup(ctx context.Context, cfg *config.Config, group string, commi
 // (see the comment at the top).
 type groupCheckpointer struct {
 	tr      *translator
-	include []*regexp.Regexp
-	exclude []*regexp.Regexp
-	own     map[string]bool
+	sel     *GroupSelector
 	every   time.Duration
 	log     logr.Logger
 	metrics *checkpointMetrics
@@ -289,7 +294,8 @@ type GroupStats struct {
 	Group string
 	// PartitionsTranslated is the number of partitions translated in the last round.
 	PartitionsTranslated int
-	// PartitionsCommitted counts partitions committed to the target group, all rounds.
+	// PartitionsCommitted counts partitions committed to the target group, all rounds
+	// (renewals of an unchanged offset not counted).
 	PartitionsCommitted int64
 	// SkippedActive counts rounds that left the target group alone because it had members.
 	SkippedActive int64
@@ -311,7 +317,21 @@ func compileGroupPatterns(patterns []string) ([]*regexp.Regexp, error) {
 	return out, nil
 }
 
-func newGroupCheckpointer(cfg *config.Config, m *checkpointMetrics, log logr.Logger) (*groupCheckpointer, error) {
+// GroupSelector tells which source consumer groups a config's groups section selects:
+// a whole name matching an include expression and no exclude expression, never the
+// mirror's own groups. The engine checkpoints these groups and the operator reports
+// them, so both agree.
+type GroupSelector struct {
+	include []*regexp.Regexp
+	exclude []*regexp.Regexp
+	own     map[string]bool
+}
+
+// NewGroupSelector compiles cfg.Groups (which must be set).
+func NewGroupSelector(cfg *config.Config) (*GroupSelector, error) {
+	if cfg.Groups == nil {
+		return nil, errors.New("groups is not set")
+	}
 	include, err := compileGroupPatterns(cfg.Groups.Include)
 	if err != nil {
 		return nil, err
@@ -320,26 +340,35 @@ func newGroupCheckpointer(cfg *config.Config, m *checkpointMetrics, log logr.Log
 	if err != nil {
 		return nil, err
 	}
-	return &groupCheckpointer{include: include, exclude: exclude,
-		own:   map[string]bool{cfg.ConsumerGroup: true, ProgressGroup(cfg.ConsumerGroup): true},
-		every: cfg.Groups.SyncInterval.Duration, log: log.WithName("checkpoints"), metrics: m, stats: map[string]GroupStats{}}, nil
+	return &GroupSelector{include: include, exclude: exclude,
+		own: map[string]bool{cfg.ConsumerGroup: true, ProgressGroup(cfg.ConsumerGroup): true}}, nil
 }
 
-func (c *groupCheckpointer) matches(group string) bool {
-	if c.own[group] {
+// Matches tells whether source group group is translated.
+func (s *GroupSelector) Matches(group string) bool {
+	if s.own[group] {
 		return false
 	}
-	for _, re := range c.exclude {
+	for _, re := range s.exclude {
 		if re.MatchString(group) {
 			return false
 		}
 	}
-	for _, re := range c.include {
+	for _, re := range s.include {
 		if re.MatchString(group) {
 			return true
 		}
 	}
 	return false
+}
+
+func newGroupCheckpointer(cfg *config.Config, m *checkpointMetrics, log logr.Logger) (*groupCheckpointer, error) {
+	sel, err := NewGroupSelector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &groupCheckpointer{sel: sel,
+		every: cfg.Groups.SyncInterval.Duration, log: log.WithName("checkpoints"), metrics: m, stats: map[string]GroupStats{}}, nil
 }
 
 // run translates every interval until ctx ends.
@@ -367,7 +396,7 @@ func (c *groupCheckpointer) round(ctx context.Context) {
 	}
 	names := make([]string, 0, len(groups))
 	for g := range groups {
-		if c.matches(g) {
+		if c.sel.Matches(g) {
 			names = append(names, g)
 		}
 	}
@@ -396,7 +425,7 @@ func (c *groupCheckpointer) record(gt *GroupTranslation) {
 		if pt.TargetOffset >= 0 {
 			s.PartitionsTranslated++
 		}
-		if pt.Committed {
+		if pt.Committed && !pt.Renewed {
 			committed++
 		}
 		if pt.Skipped == skipBackwards {
@@ -459,7 +488,7 @@ func newCheckpointMetrics() *checkpointMetrics {
 		last: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kafka_mirror_group_last_checkpoint_timestamp_seconds",
 			Help: "When a source consumer group was last checkpointed (Unix time); its age is time() minus this."}, []string{"group"}),
 		committed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafka_mirror_group_offsets_committed_total",
-			Help: "Translated partition offsets committed to the target group."}, []string{"group"}),
+			Help: "Translated partition offsets committed to the target group (renewals of an unchanged offset not counted)."}, []string{"group"}),
 		backwards: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafka_mirror_group_offsets_not_moved_back_total",
 			Help: "Translated partition offsets not committed because the target group was further already."}, []string{"group"}),
 		active: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafka_mirror_group_checkpoints_skipped_active_total",

@@ -901,6 +901,11 @@ type KafkaMirrorStatus struct {
 	// topics summarises the last topic sync.
 	// +optional
 	Topics *TopicsStatus `json:"topics,omitempty"`
+
+	// groups summarises the consumer-group checkpoints of spec.groups, read from the
+	// target cluster at each topic sync. Absent without spec.groups.
+	// +optional
+	Groups *GroupsStatus `json:"groups,omitempty"`
 }
 
 // MaxTopicStatuses caps status.topics.items so that the status stays small however

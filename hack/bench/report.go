@@ -260,6 +260,7 @@ type report struct {
 	Throttled []throttleResult  `json:"throttled,omitempty"`
 	Large     *largeResult      `json:"large,omitempty"`
 	Profile   *profileResult    `json:"profile,omitempty"`
+	Groups    *groupsResult     `json:"groups,omitempty"`
 	Notes     map[string]string `json:"notes,omitempty"`
 	started   time.Time
 }
@@ -374,6 +375,7 @@ func (r *report) finish() {
 			t.MaxInFlight <= t.bound(),
 		})
 	}
+	r.Targets = append(r.Targets, r.groupsTargets()...)
 }
 
 func medianOf[T any](xs []T, f func(T) float64) float64 {

@@ -149,6 +149,9 @@ func (b *bench) measure(ctx context.Context, rep *report) error {
 	if b.o.skipEngine {
 		return nil
 	}
+	if err := b.groupsCost(ctx, rep); err != nil {
+		return err
+	}
 	if b.o.latencyTime > 0 {
 		lat, err := b.latency(ctx)
 		if err != nil {

@@ -12,11 +12,12 @@ import (
 
 // TestMetricsDocMatchesEngine keeps docs/metrics.md true: every kafka_mirror_* name it uses
 // (in tables, PromQL and alerts) is a metric the engine or the operator registers (the
-// operator's own are in controllers/lagmetric.go), every one of them is documented, and the example PrometheusRule is valid YAML with a lag alert.
+// operator's own are in controllers/lagmetric.go and groupstatus.go), every one of them is documented, and the example PrometheusRule is valid YAML with a lag alert.
 func TestMetricsDocMatchesEngine(t *testing.T) {
 	root := repoRoot(t)
 	doc := readFile(t, filepath.Join(root, "docs", "metrics.md"))
-	code := readFile(t, filepath.Join(root, "mirror", "metrics.go")) + readFile(t, filepath.Join(root, "controllers", "lagmetric.go"))
+	code := readFile(t, filepath.Join(root, "mirror", "metrics.go")) + readFile(t, filepath.Join(root, "controllers", "lagmetric.go")) +
+		readFile(t, filepath.Join(root, "controllers", "groupstatus.go"))
 
 	registered := map[string]bool{}
 	for _, m := range regexp.MustCompile(`"(kafka_mirror_[a-z_]+)"`).FindAllStringSubmatch(code, -1) {
@@ -34,7 +35,7 @@ func TestMetricsDocMatchesEngine(t *testing.T) {
 			}
 		}
 		if !registered[base] {
-			t.Errorf("docs/metrics.md uses %s, which neither mirror/metrics.go nor controllers/lagmetric.go registers", name)
+			t.Errorf("docs/metrics.md uses %s, which neither mirror/metrics.go nor controllers/lagmetric.go or groupstatus.go registers", name)
 		}
 		documented[base] = true
 	}

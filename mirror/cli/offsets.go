@@ -103,6 +103,9 @@ func printTranslation(out io.Writer, gt *mirror.GroupTranslation, commit bool) {
 			orDash(pt.TargetOffset), orDash(pt.Lag), pt.Exact, orDash(pt.TargetCommitted))
 		if commit {
 			result := "committed"
+			if pt.Renewed {
+				result = "committed (unchanged)"
+			}
 			if !pt.Committed {
 				result = "skipped: " + pt.Skipped
 			}
