@@ -222,13 +222,13 @@ func (st *autoscaleState) decide(p autoscaleParams, s observedSample, current in
 	if measured {
 		rate = "measured under backlog"
 	}
-	why := fmt.Sprintf("lag %d records, inflow %.0f/s, drain %.0f/s per pod (%s): %d pods take the inflow and work off the lag within %s%s",
+	why := fmt.Sprintf("lag %d records, inflow %.0f/s, drain %.0f/s per replica (%s): %d replicas take the inflow and work off the lag within %s%s",
 		s.lag, d.inflow, capacity, rate, raw, p.targetCatchUp, limited)
 	switch {
 	case d.desired > current:
-		d.reason, d.message = v1alpha1.ReasonScaledUp, fmt.Sprintf("scaled up from %d to %d pods: %s", current, d.desired, why)
+		d.reason, d.message = v1alpha1.ReasonScaledUp, fmt.Sprintf("scaled up from %d to %d replicas: %s", current, d.desired, why)
 	case d.desired < current:
-		d.reason, d.message = v1alpha1.ReasonScaledDown, fmt.Sprintf("scaled down from %d to %d pods: %s", current, d.desired, why)
+		d.reason, d.message = v1alpha1.ReasonScaledDown, fmt.Sprintf("scaled down from %d to %d replicas: %s", current, d.desired, why)
 	case raw > current:
 		d.reason, d.message = v1alpha1.ReasonStabilizing, fmt.Sprintf("%s; held at %d for scaleUpStabilization %s", why, current, p.upWindow)
 	case raw < current:
@@ -367,7 +367,7 @@ func (r *KafkaMirrorReconciler) autoscale(ctx context.Context, m *v1alpha1.Kafka
 	}
 	if m.Spec.Paused {
 		r.autoscalers.forget(key)
-		st.Reason, st.Message = v1alpha1.ReasonPaused, fmt.Sprintf("spec.paused wins over autoscaling: scaled to 0; %d pods when resumed", current)
+		st.Reason, st.Message = v1alpha1.ReasonPaused, fmt.Sprintf("spec.paused wins over autoscaling: scaled to 0; %d replicas when resumed", current)
 		return st, nil
 	}
 	sample := obs.topics.sample

@@ -40,7 +40,7 @@ func TestAutoscaleDecide(t *testing.T) {
 			// (1000/s + 15000/60s) / 500/s = 2.5 pods
 			current: 1, samples: backlog,
 			want: 3, reason: v1alpha1.ReasonScaledUp,
-			message: []string{"from 1 to 3 pods", "lag 15000 records", "inflow 1000/s", "drain 500/s per pod (measured under backlog)"},
+			message: []string{"from 1 to 3 replicas", "lag 15000 records", "inflow 1000/s", "drain 500/s per replica (measured under backlog)"},
 		},
 		"never more pods than the partitions keep busy": {
 			params:  func(p *autoscaleParams) { p.streams = 2 },
@@ -66,7 +66,7 @@ func TestAutoscaleDecide(t *testing.T) {
 		"a scale down waits for the down window, then goes to the highest recommendation in it": {
 			current: 3,
 			samples: []observedSample{sample(0, 0, 0, 3), sample(10, 0, 0, 3), sample(20, 0, 0, 3), sample(30, 0, 0, 3), sample(41, 0, 0, 3)},
-			want:    1, reason: v1alpha1.ReasonScaledDown, message: []string{"from 3 to 1 pods"},
+			want:    1, reason: v1alpha1.ReasonScaledDown, message: []string{"from 3 to 1 replicas"},
 		},
 		"inside the down window the count holds": {
 			current: 3,
@@ -96,12 +96,12 @@ func TestAutoscaleDecide(t *testing.T) {
 			// Measured 500/s per pod under backlog, then a sample while a pod starts
 			// that drained little: the capacity stays 500/s.
 			current: 1, samples: []observedSample{backlog[0], backlog[1], unsteady(sample(20, 20_000, 24_000, 2))},
-			want: 3, reason: v1alpha1.ReasonSteady, message: []string{"drain 500/s per pod"},
+			want: 3, reason: v1alpha1.ReasonSteady, message: []string{"drain 500/s per replica"},
 		},
 		"an interval slowed by a rebalance does not shrink the capacity": {
 			current: 3, samples: []observedSample{sample(0, 0, 20_000, 3), sample(10, 10_000, 15_000, 3), sample(20, 20_000, 19_000, 3)},
 			// first interval: 1500/s over 3 pods = 500/s; second: 600/s over 3 = 200/s.
-			want: 3, reason: v1alpha1.ReasonSteady, message: []string{"drain 500/s per pod"},
+			want: 3, reason: v1alpha1.ReasonSteady, message: []string{"drain 500/s per replica"},
 		},
 	}
 	for name, tc := range tests {
