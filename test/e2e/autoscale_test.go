@@ -29,7 +29,7 @@ const (
 	autoscalePartitions    = 8
 	autoscaleRecords       = 6_000
 	autoscaleRate          = 600 // records/s
-	autoscaleAckLatency    = 100   // ms, on every answer of the target
+	autoscaleAckLatency    = 100 // ms, on every answer of the target
 	autoscaleInFlightBytes = 16 << 10
 	autoscaleMax           = 4
 	autoscaleTargetCatchUp = 20 * time.Second
