@@ -222,13 +222,13 @@ func (st *autoscaleState) decide(p autoscaleParams, s observedSample, current in
 	if measured {
 		rate = "measured under backlog"
 	}
-	why := fmt.Sprintf("lag %d records, inflow %.0f/s, drain %.0f/s per replica (%s): %d replicas take the inflow and work off the lag within %s%s",
-		s.lag, d.inflow, capacity, rate, raw, p.targetCatchUp, limited)
+	why := fmt.Sprintf("lag %d records, inflow %.0f/s, drain %.0f/s per replica (%s): %s take the inflow and work off the lag within %s%s",
+		s.lag, d.inflow, capacity, rate, replicasText(raw), p.targetCatchUp, limited)
 	switch {
 	case d.desired > current:
-		d.reason, d.message = v1alpha1.ReasonScaledUp, fmt.Sprintf("scaled up from %d to %d replicas: %s", current, d.desired, why)
+		d.reason, d.message = v1alpha1.ReasonScaledUp, fmt.Sprintf("scaled up from %d to %s: %s", current, replicasText(d.desired), why)
 	case d.desired < current:
-		d.reason, d.message = v1alpha1.ReasonScaledDown, fmt.Sprintf("scaled down from %d to %d replicas: %s", current, d.desired, why)
+		d.reason, d.message = v1alpha1.ReasonScaledDown, fmt.Sprintf("scaled down from %d to %s: %s", current, replicasText(d.desired), why)
 	case raw > current:
 		d.reason, d.message = v1alpha1.ReasonStabilizing, fmt.Sprintf("%s; held at %d for scaleUpStabilization %s", why, current, p.upWindow)
 	case raw < current:
@@ -237,6 +237,14 @@ func (st *autoscaleState) decide(p autoscaleParams, s observedSample, current in
 		d.reason, d.message = v1alpha1.ReasonSteady, why
 	}
 	return d
+}
+
+// replicasText is "1 replica" or "n replicas".
+func replicasText(n int32) string {
+	if n == 1 {
+		return "1 replica"
+	}
+	return fmt.Sprintf("%d replicas", n)
 }
 
 // capacity is the drain rate per pod to plan with: the highest rate measured under

@@ -66,7 +66,7 @@ func TestAutoscaleDecide(t *testing.T) {
 		"a scale down waits for the down window, then goes to the highest recommendation in it": {
 			current: 3,
 			samples: []observedSample{sample(0, 0, 0, 3), sample(10, 0, 0, 3), sample(20, 0, 0, 3), sample(30, 0, 0, 3), sample(41, 0, 0, 3)},
-			want:    1, reason: v1alpha1.ReasonScaledDown, message: []string{"from 3 to 1 replicas"},
+			want:    1, reason: v1alpha1.ReasonScaledDown, message: []string{"from 3 to 1 replica:"},
 		},
 		"inside the down window the count holds": {
 			current: 3,
