@@ -133,6 +133,9 @@ type autoscaleState struct {
 	haveRate bool
 	// recs are the recommendations within the longer stabilisation window.
 	recs []recommendation
+	// last is the last status.autoscaling written from this state. It wins over the
+	// KafkaMirror's status as read, which the cache may show before its last patch.
+	last *v1alpha1.AutoscalingStatus
 }
 
 // autoscaleDecision is the outcome of one decision.
@@ -318,6 +321,25 @@ func (a *autoscaleStates) seen(key types.NamespacedName, at time.Time) bool {
 	return st != nil && st.prev != nil && !at.After(st.prev.at)
 }
 
+// last returns a copy of the last status.autoscaling remembered for key, nil when none.
+func (a *autoscaleStates) last(key types.NamespacedName) *v1alpha1.AutoscalingStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st := a.state[key]; st != nil && st.last != nil {
+		return st.last.DeepCopy()
+	}
+	return nil
+}
+
+// remember records as, the status.autoscaling of key's latest decision.
+func (a *autoscaleStates) remember(key types.NamespacedName, as *v1alpha1.AutoscalingStatus) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st := a.state[key]; st != nil {
+		st.last = as.DeepCopy()
+	}
+}
+
 // forget drops key's state (autoscaling turned off, paused, or the KafkaMirror deleted).
 func (a *autoscaleStates) forget(key types.NamespacedName) {
 	a.mu.Lock()
@@ -328,7 +350,6 @@ func (a *autoscaleStates) forget(key types.NamespacedName) {
 // desiredAutoscaledReplicas is the replica count of an autoscaled m: the last decision
 // in status, or spec.replicas before the first, within [minReplicas, maxReplicas].
 func desiredAutoscaledReplicas(m *v1alpha1.KafkaMirror) int32 {
-	p := autoscaleParamsOf(m, nil)
 	want := int32(1)
 	if m.Spec.Replicas != nil {
 		want = *m.Spec.Replicas
@@ -336,7 +357,13 @@ func desiredAutoscaledReplicas(m *v1alpha1.KafkaMirror) int32 {
 	if s := m.Status.Autoscaling; s != nil && s.DesiredReplicas > 0 {
 		want = s.DesiredReplicas
 	}
-	return max(min(want, p.max), p.min)
+	return clampReplicas(m, want)
+}
+
+// clampReplicas returns n within m's [minReplicas, maxReplicas].
+func clampReplicas(m *v1alpha1.KafkaMirror, n int32) int32 {
+	p := autoscaleParamsOf(m, nil)
+	return max(min(n, p.max), p.min)
 }
 
 // withAutoscaling returns m as the children are built from it: with as, this
@@ -373,6 +400,13 @@ func (r *KafkaMirrorReconciler) autoscale(ctx context.Context, m *v1alpha1.Kafka
 		st = prev.DeepCopy()
 		st.DesiredReplicas = current
 	}
+	if last := r.autoscalers.last(key); last != nil {
+		// This operator's own last decision: newer than a status the cache may show
+		// from before its patch, so a reconcile right after a scale does not undo it.
+		st = last
+		current = clampReplicas(m, last.DesiredReplicas)
+		st.DesiredReplicas = current
+	}
 	if m.Spec.Paused {
 		r.autoscalers.forget(key)
 		st.Reason, st.Message = v1alpha1.ReasonPaused, fmt.Sprintf("spec.paused wins over autoscaling: scaled to 0; %d replicas when resumed", current)
@@ -405,18 +439,17 @@ func (r *KafkaMirrorReconciler) autoscale(ctx context.Context, m *v1alpha1.Kafka
 	if dec.desired != current {
 		now := metav1.NewTime(sample.at)
 		st.LastScaleTime = &now
+		obs.scaled = true
 	}
+	r.autoscalers.remember(key, st)
 	return st, nil
 }
 
-// recordScaling emits a ScaledUp or ScaledDown event when next changes the autoscaled
-// replica count of m, with the numbers behind it.
-func recordScaling(rec events.EventRecorder, m *v1alpha1.KafkaMirror, next *v1alpha1.KafkaMirrorStatus) {
+// recordScaling emits a ScaledUp or ScaledDown event, with the numbers behind it, when
+// this reconcile's decision changed the autoscaled replica count.
+func recordScaling(rec events.EventRecorder, m *v1alpha1.KafkaMirror, next *v1alpha1.KafkaMirrorStatus, obs *observation) {
 	now := next.Autoscaling
-	if now == nil || (now.Reason != v1alpha1.ReasonScaledUp && now.Reason != v1alpha1.ReasonScaledDown) {
-		return
-	}
-	if before := m.Status.Autoscaling; before != nil && before.DesiredReplicas == now.DesiredReplicas && before.Reason == now.Reason {
+	if !obs.scaled || now == nil {
 		return
 	}
 	rec.Eventf(m, nil, corev1.EventTypeNormal, now.Reason, "Scale", "%s", now.Message)

@@ -1,12 +1,14 @@
 package controllers
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 )
@@ -166,4 +168,50 @@ func TestAutoscaledReplicas(t *testing.T) {
 	live := withAutoscaling(m, &v1alpha1.AutoscalingStatus{DesiredReplicas: 6, LastScaleTime: &metav1.Time{}})
 	expect(t, "replicas with this reconcile's decision", desiredReplicas(live), int32(6))
 	expect(t, "m's own status is left alone", m.Status.Autoscaling.DesiredReplicas, int32(3))
+}
+
+// TestAutoscaleStep: the step decides only on a new lag sample, sets obs.scaled once per
+// change, and a reconcile that reads the KafkaMirror from a cache that has not seen the
+// last status patch yet keeps the last decision instead of undoing it.
+func TestAutoscaleStep(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMirror(func(m *v1alpha1.KafkaMirror) {
+		m.Spec.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 8, TargetCatchUp: &metav1.Duration{Duration: time.Minute}}
+	})
+	d := readyDeployment(1)
+	d.Namespace, d.Name, d.Spec.Replicas = m.Namespace, deploymentName(m), ptr.To[int32](1)
+	r := &KafkaMirrorReconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(d).Build()}
+	step := func(m *v1alpha1.KafkaMirror, s *lagSample) (*v1alpha1.AutoscalingStatus, bool) {
+		t.Helper()
+		obs := &observation{topicsRan: true, topics: topicSyncResult{sample: s}}
+		as, err := r.autoscale(context.Background(), m, obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return as, obs.scaled
+	}
+	first := &lagSample{at: time.Unix(0, 0), end: 0, lag: 10_000, partitions: 8}
+	second := &lagSample{at: time.Unix(10, 0), end: 10_000, lag: 15_000, partitions: 8}
+
+	as, scaled := step(m, first)
+	expect(t, "first sample", []any{as.DesiredReplicas, as.Reason, scaled}, []any{int32(1), v1alpha1.ReasonNoMeasuredRate, false})
+	as, scaled = step(m, second)
+	expect(t, "backlog", []any{as.DesiredReplicas, as.Reason, scaled}, []any{int32(3), v1alpha1.ReasonScaledUp, true})
+	expect(t, "measured rates", []any{*as.Lag, *as.InflowPerSecond, *as.DrainPerSecondPerReplica}, []any{int64(15_000), int64(1000), int64(500)})
+	expect(t, "lastScaleTime", as.LastScaleTime.Time.Equal(second.at), true)
+
+	// The same sample again, with m as a stale cache still shows it (no status yet).
+	as, scaled = step(m, second)
+	expect(t, "no new sample, stale status", []any{as.DesiredReplicas, as.Reason, scaled}, []any{int32(3), v1alpha1.ReasonScaledUp, false})
+	expect(t, "Deployment replicas built from it", desiredReplicas(withAutoscaling(m, as)), int32(3))
+
+	// Paused wins and keeps the decision for the resume.
+	paused := m.DeepCopy()
+	paused.Spec.Paused = true
+	paused.Status.Autoscaling = as
+	as, _ = step(paused, nil)
+	expect(t, "paused", []any{as.DesiredReplicas, as.Reason, desiredReplicas(withAutoscaling(paused, as))}, []any{int32(3), v1alpha1.ReasonPaused, int32(0)})
 }

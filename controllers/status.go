@@ -45,6 +45,8 @@ type observation struct {
 	// autoscaling is the autoscaler's decision; nil without spec.autoscaling or when
 	// the reconcile stopped before the autoscaling step.
 	autoscaling *v1alpha1.AutoscalingStatus
+	// scaled is true when the autoscaling step changed the replica count.
+	scaled bool
 }
 
 // computeStatus returns m's status for what obs observed. Conditions keep their
@@ -294,7 +296,7 @@ func (r *KafkaMirrorReconciler) recordTransitions(m *v1alpha1.KafkaMirror, next 
 		}
 		r.Recorder.Eventf(m, nil, eventType, now.Reason, "Reconcile", "%s is %s: %s", typ, now.Status, now.Message)
 	}
-	recordScaling(r.Recorder, m, next)
+	recordScaling(r.Recorder, m, next, obs)
 	if obs.topicsRan && obs.topicsFresh && obs.topics.err == nil {
 		if changes := topicChanges(obs.topics); changes != "" {
 			r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, v1alpha1.ReasonTopicsInSync, "SyncTopics", "Target topics changed: %s", changes)
