@@ -2,15 +2,19 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
 // TestAutoscaleDecide: the replica count the autoscaler asks for after a series of lag
@@ -214,4 +218,36 @@ func TestAutoscaleStep(t *testing.T) {
 	paused.Status.Autoscaling = as
 	as, _ = step(paused, nil)
 	expect(t, "paused", []any{as.DesiredReplicas, as.Reason, desiredReplicas(withAutoscaling(paused, as))}, []any{int32(3), v1alpha1.ReasonPaused, int32(0)})
+}
+
+// TestComputeStatusAutoscaling: status.autoscaling is this reconcile's decision, and
+// Ready counts the pods that decision asks for, not the ones the status read before.
+func TestComputeStatusAutoscaling(t *testing.T) {
+	inSync := topics.TopicState{Source: "a", Target: "a", SourcePartitions: 8, TargetPartitions: 8, Action: topics.ActionNone}
+	m := newMirror(func(m *v1alpha1.KafkaMirror) {
+		m.Spec.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 8}
+		m.Status.Autoscaling = &v1alpha1.AutoscalingStatus{DesiredReplicas: 1}
+	})
+	decision := &v1alpha1.AutoscalingStatus{DesiredReplicas: 3, Reason: v1alpha1.ReasonScaledUp}
+	tests := map[string]struct {
+		deployment *appsv1.Deployment
+		ready      string
+	}{
+		"the new pods are not ready yet": {readyDeployment(1), "False/DeploymentNotReady: 1 of 3 mirror pods ready"},
+		"all ready":                      {readyDeployment(3), "True/Available: 3 of 3 mirror pods ready"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			obs := &observation{topics: syncedTopics(inSync), topicsRan: true, deployment: tc.deployment, autoscaling: decision}
+			st := computeStatus(m, obs)
+			expect(t, "status.autoscaling", st.Autoscaling, decision)
+			c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+			if got := fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message); !strings.HasPrefix(got, tc.ready) {
+				t.Fatalf("Ready = %s, want %s", got, tc.ready)
+			}
+		})
+	}
+	off := m.DeepCopy()
+	off.Spec.Autoscaling = nil
+	expect(t, "status.autoscaling without spec.autoscaling", computeStatus(off, &observation{}).Autoscaling, (*v1alpha1.AutoscalingStatus)(nil))
 }
