@@ -225,7 +225,7 @@ func (st *autoscaleState) decide(p autoscaleParams, s observedSample, current in
 	if measured {
 		rate = "measured under backlog"
 	}
-	why := fmt.Sprintf("lag %d records, inflow %.0f/s, drain %.0f/s per replica (%s): %s take the inflow and work off the lag within %s%s",
+	why := fmt.Sprintf("lag %d records, inflow %.0f/s, drain %.0f/s per replica (%s): %s needed to take the inflow and work off the lag within %s%s",
 		s.lag, d.inflow, capacity, rate, replicasText(raw), p.targetCatchUp, limited)
 	switch {
 	case d.desired > current:
