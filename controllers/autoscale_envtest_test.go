@@ -55,13 +55,17 @@ func TestAutoscalingInTheCluster(t *testing.T) {
 
 	// No topic, so no inflow and no lag: down to minReplicas once the window passed.
 	replicas(2)
-	if err := get(m, ns, name); err != nil {
-		t.Fatal(err)
-	}
-	as := m.Status.Autoscaling
-	if as == nil || as.DesiredReplicas != 2 || as.LastScaleTime == nil || as.Lag == nil || *as.Lag != 0 {
-		t.Fatalf("status.autoscaling = %+v, want desiredReplicas 2 after a scale down with lag 0", as)
-	}
+	// The Deployment is written before the status, in the same reconcile.
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if err := get(m, ns, name); err != nil {
+			return err
+		}
+		as := m.Status.Autoscaling
+		if as == nil || as.DesiredReplicas != 2 || as.LastScaleTime == nil || as.Lag == nil || *as.Lag != 0 {
+			return fmt.Errorf("status.autoscaling = %+v, want desiredReplicas 2 after a scale down with lag 0", as)
+		}
+		return nil
+	})
 	waitEvent(t, ns, name, v1alpha1.ReasonScaledDown, "scaled down from 3 to 2 replicas")
 
 	// kubectl scale changes spec.replicas, which autoscaling ignores.
