@@ -51,8 +51,8 @@ test-stress: envtest helm ## Run the tests RUNS times (default 3) with every cor
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest.sh)" HELM="$(HELM)" bash hack/test-stress.sh $(or $(RUNS),3) $(or $(PKG),./...)
 
 .PHONY: e2e
-e2e: build ## Run the fault-injection and loss-audit suite (test/e2e) against the built binary.
-	KAFKA_MIRROR_BIN="$(CURDIR)/bin/kafka-mirror" go test -tags e2e -timeout 20m -count=1 -v ./test/e2e/... 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
+e2e: build envtest ## Run the fault-injection and loss-audit suite (test/e2e) against the built binary (and the operator on envtest).
+	KAFKA_MIRROR_BIN="$(CURDIR)/bin/kafka-mirror" KUBEBUILDER_ASSETS="$$(bash hack/envtest.sh)" go test -tags e2e -timeout 20m -count=1 -v ./test/e2e/... 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
 
 .PHONY: bench
 bench: ## Measure throughput, latency and memory against the broker-bound limit (docs/benchmarks/).

@@ -203,6 +203,9 @@ func desiredReplicas(m *v1alpha1.KafkaMirror) int32 {
 	if m.Spec.Paused {
 		return 0
 	}
+	if m.Spec.Autoscaling != nil {
+		return desiredAutoscaledReplicas(m)
+	}
 	if m.Spec.Replicas == nil {
 		return 1
 	}

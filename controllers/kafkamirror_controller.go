@@ -41,6 +41,8 @@ type KafkaMirrorReconciler struct {
 	// applied remembers what was last applied to each child, so an unchanged child is
 	// not written again.
 	applied appliedObjects
+	// autoscalers remembers the lag samples and recommendations of autoscaled mirrors.
+	autoscalers autoscaleStates
 }
 
 // Least privilege: server-side apply needs create and patch (no update); the status is
@@ -59,8 +61,10 @@ type KafkaMirrorReconciler struct {
 
 // Reconcile runs the steps for one KafkaMirror (none while it carries
 // kafkamirror.io/reconcile: disabled): validate -> check the bootstrap servers
-// against the allow-list -> look for a mirror loop with another KafkaMirror -> read Secrets -> sync topics -> write children -> status (in
-// a defer, once). A spec error or a refused bootstrap server stalls the
+// against the allow-list -> look for a mirror loop with another KafkaMirror -> look
+// for a HorizontalPodAutoscaler that would fight spec.autoscaling -> read Secrets ->
+// sync topics -> autoscale (decide the replicas from the lag) -> write children ->
+// status (in a defer, once). A spec error or a refused bootstrap server stalls the
 // KafkaMirror and is not retried (a mirror loop is looked at again every
 // topicSyncInterval, as the other mirror may change); an unreachable cluster or missing
 // Secret still writes the children, is reported in status and retried with backoff.
@@ -105,8 +109,15 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{}, err
 		}
 	}
-	if isMirrorLoop(obs.invalid) {
-		// A change to the other mirror can end the loop: look again later.
+	if obs.invalid == nil {
+		var err error
+		if obs.invalid, err = r.checkAutoscalerConflict(ctx, m); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if isMirrorLoop(obs.invalid) || isAutoscalerConflict(obs.invalid) {
+		// A change to the other mirror, or the HorizontalPodAutoscaler's removal, can
+		// end it: look again later.
 		return ctrl.Result{RequeueAfter: obs.config.TopicSyncInterval.Duration}, nil
 	}
 	if obs.invalid != nil {
@@ -123,13 +134,17 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 
-	if obs.deployment, obs.childErr = r.applyChildren(ctx, m, obs.config, files); obs.childErr != nil {
+	if obs.autoscaling, err = r.autoscale(ctx, m, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	live := withAutoscaling(m, obs.autoscaling) // m with this reconcile's replica decision
+	if obs.deployment, obs.childErr = r.applyChildren(ctx, live, obs.config, files); obs.childErr != nil {
 		return ctrl.Result{}, obs.childErr
 	}
-	notReady := desiredReplicas(m) > 0 && !deploymentReady(obs.deployment, desiredReplicas(m))
+	notReady := desiredReplicas(live) > 0 && !deploymentReady(obs.deployment, desiredReplicas(live))
 	if notReady {
 		// A failure to look is logged, not fatal: Ready stays DeploymentNotReady.
-		if obs.podProblem, err = diagnosePods(ctx, r.APIReader, m, obs.deployment); err != nil {
+		if obs.podProblem, err = diagnosePods(ctx, r.APIReader, live, obs.deployment); err != nil {
 			logr.FromContextOrDiscard(ctx).Error(err, "Failed to list the mirror pods")
 		}
 	}
@@ -159,6 +174,7 @@ func (r *KafkaMirrorReconciler) forget(key types.NamespacedName) {
 	r.applied.forget(key.Namespace, configMapName(m), deploymentName(m), serviceName(m), pdbName(m))
 	forgetLag(key.Namespace, key.Name)
 	forgetGroups(key.Namespace, key.Name)
+	r.autoscalers.forget(key)
 }
 
 // notReadyRecheck is how soon a reconcile looks again at a mirror whose pods are not

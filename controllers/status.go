@@ -42,6 +42,11 @@ type observation struct {
 	// podProblem says why the Deployment is not ready when a person must act; nil
 	// while pods are still starting, or when the Deployment is ready.
 	podProblem *podProblem
+	// autoscaling is the autoscaler's decision; nil without spec.autoscaling or when
+	// the reconcile stopped before the autoscaling step.
+	autoscaling *v1alpha1.AutoscalingStatus
+	// scaled is true when the autoscaling step changed the replica count.
+	scaled bool
 }
 
 // computeStatus returns m's status for what obs observed. Conditions keep their
@@ -68,6 +73,14 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 
 	st.Selector = podSelector(m)
 	st.ConsumerGroup = ConsumerGroup(m)
+	switch {
+	case m.Spec.Autoscaling == nil:
+		st.Autoscaling = nil
+	case obs.autoscaling != nil:
+		st.Autoscaling = obs.autoscaling
+	}
+	// The replica count asked for in this reconcile, autoscaled or not.
+	m = withAutoscaling(m, st.Autoscaling)
 	if obs.deployment != nil {
 		// Observed, not desired: the scale subresource reads status.replicas, and an
 		// autoscaler must see the pods that run, not the ones asked for.
@@ -86,6 +99,9 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 		}
 		if isMirrorLoop(obs.invalid) {
 			reason = v1alpha1.ReasonMirrorLoop
+		}
+		if isAutoscalerConflict(obs.invalid) {
+			reason = v1alpha1.ReasonAutoscalerConflict
 		}
 		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "the spec must be fixed first; see the Stalled condition")
@@ -255,6 +271,7 @@ var warningReasons = map[string]bool{
 	v1alpha1.ReasonInvalidSpec:               true,
 	v1alpha1.ReasonBootstrapServerNotAllowed: true,
 	v1alpha1.ReasonMirrorLoop:                true,
+	v1alpha1.ReasonAutoscalerConflict:        true,
 	v1alpha1.ReasonSecretNotFound:            true,
 	v1alpha1.ReasonSourceUnreachable:         true,
 	v1alpha1.ReasonTargetUnreachable:         true,
@@ -281,6 +298,7 @@ func (r *KafkaMirrorReconciler) recordTransitions(m *v1alpha1.KafkaMirror, next 
 		}
 		r.Recorder.Eventf(m, nil, eventType, now.Reason, "Reconcile", "%s is %s: %s", typ, now.Status, now.Message)
 	}
+	recordScaling(r.Recorder, m, next, obs)
 	if obs.topicsRan && obs.topicsFresh && obs.topics.err == nil {
 		if changes := topicChanges(obs.topics); changes != "" {
 			r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, v1alpha1.ReasonTopicsInSync, "SyncTopics", "Target topics changed: %s", changes)

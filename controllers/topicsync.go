@@ -31,9 +31,12 @@ type topicSyncResult struct {
 	dryRun bool
 	// lag holds the consumer group's lag per source topic, for the topics listed in
 	// status; a topic is absent when its lag could not be read.
-	lag  map[string]int64
-	err  error
-	role string
+	lag map[string]int64
+	// sample sums the offsets the lag was read from, for the autoscaler; nil when the
+	// lag could not be read.
+	sample *lagSample
+	err    error
+	role   string
 
 	// groups is status.groups as read at this sync (nil without spec.groups);
 	// groupsErr says why it could not be read (see groupstatus.go).
@@ -93,12 +96,16 @@ func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config
 		return res
 	}
 	res.lag = make(map[string]int64, len(lags))
+	res.sample = &lagSample{at: time.Now()}
 	for t, parts := range lags {
 		var sum int64
 		for _, p := range parts {
 			sum += p.Lag
+			res.sample.end += p.HighWatermark
 		}
 		res.lag[t] = sum
+		res.sample.lag += sum
+		res.sample.partitions += int32(len(parts))
 	}
 	return res
 }

@@ -57,6 +57,12 @@ const (
 	// between the two clusters. The message names the other KafkaMirror and a topic. The
 	// operator looks again every topicSyncInterval, so fixing either mirror clears it.
 	ReasonMirrorLoop = "MirrorLoop"
+	// ReasonAutoscalerConflict (Stalled=True, Ready=False, TopicsSynced=False):
+	// spec.autoscaling is set and a HorizontalPodAutoscaler (KEDA's keda-hpa-<name> too)
+	// scales this KafkaMirror or its Deployment; the two would fight over the replica
+	// count. The message names the HorizontalPodAutoscaler. Remove one of them; the
+	// operator looks again every topicSyncInterval.
+	ReasonAutoscalerConflict = "AutoscalerConflict"
 
 	// ReasonTopicsInSync (TopicsSynced=True): every selected topic has its target with
 	// the source's partition count.
@@ -92,6 +98,23 @@ const (
 	// ReconcileAnnotation=ReconcileDisabled; the operator leaves its children and Kafka
 	// alone, and Ready, TopicsSynced and Stalled keep what they said before the pause.
 	ReasonReconcileDisabled = "ReconcileDisabled"
+)
+
+// Autoscaling reasons, in status.autoscaling.reason; ScaledUp and ScaledDown are event
+// reasons too.
+const (
+	// ReasonScaledUp: the autoscaler raised desiredReplicas.
+	ReasonScaledUp = "ScaledUp"
+	// ReasonScaledDown: the autoscaler lowered desiredReplicas.
+	ReasonScaledDown = "ScaledDown"
+	// ReasonSteady: the recommendation equals the current replica count.
+	ReasonSteady = "Steady"
+	// ReasonStabilizing: the recommendation differs from the current replica count, and
+	// a stabilisation window holds the change back.
+	ReasonStabilizing = "Stabilizing"
+	// ReasonNoMeasuredRate: the drain rate per replica is not known yet (fewer than two
+	// lag samples, or no pod ready), so nothing is decided and the replicas stay.
+	ReasonNoMeasuredRate = "NoMeasuredRate"
 )
 
 // ReconcileAnnotation set to ReconcileDisabled on a KafkaMirror pauses the operator's

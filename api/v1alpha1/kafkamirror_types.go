@@ -251,6 +251,63 @@ type KafkaMirrorSpec struct {
 	// have it on. Default: off.
 	// +optional
 	Provenance *ProvenanceSpec `json:"provenance,omitempty"`
+
+	// autoscaling lets the operator set the number of mirror pods from the consumer
+	// group's lag: enough replicas to take the inflow and work off the lag within
+	// targetCatchUp, at the drain rate per replica it measured (docs/autoscaling.md).
+	// With it, spec.replicas (and so `kubectl scale`) is ignored; spec.paused still
+	// wins. Not together with a HorizontalPodAutoscaler (or KEDA's) on this KafkaMirror
+	// or its Deployment: the operator refuses that pair (Stalled, AutoscalerConflict).
+	// Default: off.
+	// +optional
+	Autoscaling *AutoscalingSpec `json:"autoscaling,omitempty"`
+}
+
+// MaxAutoscalingReplicas caps spec.autoscaling.maxReplicas.
+const MaxAutoscalingReplicas = 256
+
+// AutoscalingSpec configures lag-driven autoscaling of the mirror pods.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="autoscaling.minReplicas must be at most autoscaling.maxReplicas"
+type AutoscalingSpec struct {
+	// minReplicas is the fewest mirror pods, from 1. Default 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+
+	// maxReplicas is the most mirror pods, from 1 to 256. The operator also never asks
+	// for more pods than the source partitions can keep busy: replicas x streams stays
+	// at most the number of partitions of the selected topics (rounded up to a pod).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	MaxReplicas int32 `json:"maxReplicas"`
+
+	// targetCatchUp is how soon the lag should be worked off, as a duration string: the
+	// operator asks for the replicas that drain (inflow + lag / targetCatchUp) records
+	// per second. At least 10s. Default 5m.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('10s')",message="autoscaling.targetCatchUp must be a duration of at least 10s, such as 5m"
+	TargetCatchUp *metav1.Duration `json:"targetCatchUp,omitempty"`
+
+	// scaleUpStabilization is how long a higher replica count must be recommended
+	// before the operator scales up to it (the lowest recommendation of the window
+	// wins), as a duration string. Default 0s: scale up at once.
+	// +optional
+	// +kubebuilder:default="0s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) <= duration('1h')",message="autoscaling.scaleUpStabilization must be a duration of at most 1h, such as 0s or 30s"
+	ScaleUpStabilization *metav1.Duration `json:"scaleUpStabilization,omitempty"`
+
+	// scaleDownStabilization is how long the operator waits before scaling down: it
+	// scales to the highest replica count recommended within this window, as a
+	// duration string. Default 5m.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) <= duration('1h')",message="autoscaling.scaleDownStabilization must be a duration of at most 1h, such as 5m"
+	ScaleDownStabilization *metav1.Duration `json:"scaleDownStabilization,omitempty"`
 }
 
 // GroupsSpec selects the source consumer groups whose offsets are translated to the
@@ -906,6 +963,49 @@ type KafkaMirrorStatus struct {
 	// target cluster at each topic sync. Absent without spec.groups.
 	// +optional
 	Groups *GroupsStatus `json:"groups,omitempty"`
+
+	// autoscaling is the autoscaler's last decision, with spec.autoscaling.
+	// +optional
+	Autoscaling *AutoscalingStatus `json:"autoscaling,omitempty"`
+}
+
+// AutoscalingStatus is the autoscaler's last decision and what it was based on.
+type AutoscalingStatus struct {
+	// currentReplicas is the number of ready mirror pods the decision saw.
+	// +optional
+	CurrentReplicas int32 `json:"currentReplicas"`
+
+	// desiredReplicas is the number of mirror pods the operator asks the Deployment for.
+	// +optional
+	DesiredReplicas int32 `json:"desiredReplicas"`
+
+	// reason is ScaledUp, ScaledDown, Steady, Stabilizing, NoMeasuredRate or Paused.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// message says why, with the numbers.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// lastScaleTime is when the operator last changed desiredReplicas.
+	// +optional
+	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty"`
+
+	// lag is the consumer group's lag over the selected topics at the last sample, in
+	// records.
+	// +optional
+	Lag *int64 `json:"lag,omitempty"`
+
+	// inflowPerSecond is the rate at which records arrive on the selected source
+	// topics, in records per second, measured between the last two samples.
+	// +optional
+	InflowPerSecond *int64 `json:"inflowPerSecond,omitempty"`
+
+	// drainPerSecondPerReplica is the rate one mirror pod commits source records at, in
+	// records per second: the highest of the recent rates measured while the mirror had
+	// a backlog (its capacity), or the last measured rate when it had none yet.
+	// +optional
+	DrainPerSecondPerReplica *int64 `json:"drainPerSecondPerReplica,omitempty"`
 }
 
 // MaxTopicStatuses caps status.topics.items so that the status stays small however

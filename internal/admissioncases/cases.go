@@ -7,6 +7,7 @@ package admissioncases
 
 import (
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -153,6 +154,25 @@ func Rejected() map[string]Case {
 			},
 			Field:   "spec",
 			Message: "delivery exactlyOnce does not yet support groups or provenance",
+		},
+		"autoscaling minReplicas above maxReplicas": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Autoscaling = &v1alpha1.AutoscalingSpec{MinReplicas: ptr.To[int32](3), MaxReplicas: 2}
+			},
+			Field:   "spec.autoscaling",
+			Message: "autoscaling.minReplicas must be at most autoscaling.maxReplicas",
+		},
+		"autoscaling maxReplicas above the cap": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 257} },
+			Field:   "spec.autoscaling.maxReplicas",
+			Message: "should be less than or equal to 256",
+		},
+		"autoscaling targetCatchUp under 10s": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 4, TargetCatchUp: &metav1.Duration{Duration: 5 * time.Second}}
+			},
+			Field:   "spec.autoscaling.targetCatchUp",
+			Message: "autoscaling.targetCatchUp must be a duration of at least 10s, such as 5m",
 		},
 		"SCRAM without a username": {
 			Mutate:  func(m *v1alpha1.KafkaMirror) { sasl(m).Username = "" },
