@@ -83,6 +83,13 @@ done
 
 before=""
 [ -f "$KUBE_RUN/host-links.before" ] && before=$(cat "$KUBE_RUN/host-links.before")
+# The kubelet's links in /var/log/containers to our pod logs; the directory too if it made it.
+if [ -d /var/log/containers ]; then
+  for l in /var/log/containers/*; do
+    [ -L "$l" ] && [[ $(readlink "$l") == "$KUBE_STATE"/* ]] && rm -f "$l"
+  done
+  [ -f "$KUBE_RUN/created-var-log-containers" ] && rmdir /var/log/containers 2>/dev/null
+fi
 rm -rf "$KUBE_RUN" "$KUBE_STATE"
 
 # The checks.
@@ -99,7 +106,9 @@ if [ -n "$before" ]; then
   if [ -n "$new" ]; then kube_log "LEFT: host interfaces not there before kube-up: $new"; fail=1; fi
 fi
 if [ -e "$KUBE_STATE" ] || [ -e "$KUBE_RUN" ]; then kube_log "LEFT: $KUBE_STATE or $KUBE_RUN"; fail=1; fi
+links=$(find /var/log/containers -maxdepth 1 -lname "$KUBE_STATE/*" 2>/dev/null)
+if [ -n "$links" ]; then kube_log "LEFT: log links $links"; fail=1; fi
 if [ $fail = 0 ]; then
-  kube_log "down in $((SECONDS - start))s: no processes in the node's cgroups, no mounts under $KUBE_STATE or $KUBE_RUN, no network namespace $KUBE_NETNS, no new host interfaces, no cgroups left"
+  kube_log "down in $((SECONDS - start))s: no processes in the node's cgroups, no mounts under $KUBE_STATE or $KUBE_RUN, no network namespace $KUBE_NETNS, no new host interfaces, no cgroups, no log links left"
 fi
 exit $fail

@@ -47,6 +47,8 @@ kube_log "binaries ready ($((SECONDS - start))s): $envtest_dir, $kube_dir"
 mkdir -p "$KUBE_STATE" "$KUBE_RUN" "$KUBE_LOGS" "$KUBE_PIDS"
 # What the host has before we start, so that kube-down can show nothing of ours is left.
 ip -o link show | awk -F': ' '{print $2}' | sort > "$KUBE_RUN/host-links.before"
+# The kubelet links every container's log into /var/log/containers (a fixed path).
+[ -d /var/log/containers ] || touch "$KUBE_RUN/created-var-log-containers"
 
 # The network namespace: loopback, with the node's address on it too (the kernel here has
 # no dummy interfaces: CONFIG_DUMMY is not set), forwarding for the pod bridge. It has no
@@ -118,6 +120,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$KUBE_PAUSE_IMAGE"
   netns_mounts_under_state_dir = true
+  # This machine's root lacks CAP_SYS_RESOURCE (CapEff 000001fffeffffff, bit 24 clear), so
+  # no process may lower its oom_score_adj: the kubelet asks -998 for every sandbox and runc
+  # failed with "failed to update /proc/self/oom_score_adj: Permission denied". Clamp the
+  # values to containerd's own instead.
+  restrict_oom_score_adj = true
   stream_server_address = "127.0.0.1"
   enable_selinux = false
   [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -173,6 +180,7 @@ spawn kube-apiserver "$envtest_dir/kube-apiserver" \
   --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+  --kubelet-preferred-address-types InternalIP \
   --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --allow-privileged=true
 wait_for kube-apiserver kube_in_ns curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" https://127.0.0.1:6443/readyz
 kubectl() { kube_in_ns "$kube_dir/kubectl" --kubeconfig "$KUBE_ADMIN_KUBECONFIG" "$@"; }
@@ -212,6 +220,7 @@ authorization:
   mode: Webhook
 failSwapOn: false
 resolvConf: /etc/resolv.conf
+podLogsDir: $KUBE_STATE/pod-logs
 podCIDR: $KUBE_POD_CIDR
 maxPods: 30
 imageGCHighThresholdPercent: 100
