@@ -336,6 +336,45 @@ func (e env) waitReady(t *testing.T, name string) time.Duration {
 	})
 }
 
+// follower streams one pod's log (kubectl logs -f) from before it is stopped to its end,
+// to show how the container ended: "Stopped the mirror cleanly" is what the engine logs
+// after a SIGTERM drain; a SIGKILL leaves no such line.
+type follower struct {
+	pod  string
+	out  bytes.Buffer
+	done chan struct{}
+}
+
+func (e env) follow(t *testing.T, pod string) *follower {
+	t.Helper()
+	f := &follower{pod: pod, done: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	cmd := exec.CommandContext(ctx, e.kubectl, "logs", "-f", "-n", namespace, pod)
+	cmd.Stdout = &f.out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("kubectl logs -f %s: %v", pod, err)
+	}
+	go func() {
+		defer cancel()
+		defer close(f.done)
+		_ = cmd.Wait()
+	}()
+	return f
+}
+
+// stoppedCleanly waits for the log stream to end and reports whether the engine logged
+// its clean stop.
+func (f *follower) stoppedCleanly(t *testing.T) bool {
+	t.Helper()
+	select {
+	case <-f.done:
+	case <-time.After(readyTimeout):
+		t.Fatalf("the log of %s did not end within %s", f.pod, readyTimeout)
+	}
+	return strings.Contains(f.out.String(), "Stopped the mirror cleanly")
+}
+
 func mirrorYAML(name string, src, dst []string, extra string) string {
 	return fmt.Sprintf(`apiVersion: kafkamirror.io/v1alpha1
 kind: KafkaMirror
@@ -413,9 +452,23 @@ func TestOnANode(t *testing.T) {
 		e.kc(t, "scale", "kafkamirror/"+mirrorName, "-n", namespace, "--replicas=3")
 		e.waitPods(t, mirrorName, 3)
 		time.Sleep(5 * time.Second) // let the group settle with three members and mirror
+		three, _, _ := e.mirrorPods(t, mirrorName)
+		logs := map[string]*follower{}
+		for _, p := range three {
+			logs[p] = e.follow(t, p)
+		}
 		e.kc(t, "scale", "kafkamirror/"+mirrorName, "-n", namespace, "--replicas=1")
 		e.waitPods(t, mirrorName, 1)
 		before, _, _ := e.mirrorPods(t, mirrorName)
+		for _, p := range three {
+			if p == before[0] {
+				continue
+			}
+			if !logs[p].stoppedCleanly(t) {
+				t.Fatalf("scaled-down pod %s ended without \"Stopped the mirror cleanly\"", p)
+			}
+			t.Logf("scaled-down pod %s: stopped cleanly (SIGTERM drain)", p)
+		}
 		// A config change rolls the pods: the old one gets SIGTERM from the kubelet and
 		// drains within its grace period.
 		e.kc(t, "patch", "kafkamirror/"+mirrorName, "-n", namespace, "--type=merge", "-p", `{"spec":{"offsetCommitInterval":"2s"}}`)
@@ -423,6 +476,10 @@ func TestOnANode(t *testing.T) {
 			pods, ready, all := e.mirrorPods(t, mirrorName)
 			return len(pods) == 1 && ready == 1 && all == 1 && pods[0] != before[0]
 		})
+		if !logs[before[0]].stoppedCleanly(t) {
+			t.Fatalf("rolled pod %s ended without \"Stopped the mirror cleanly\"", before[0])
+		}
+		t.Logf("rolled pod %s: stopped cleanly (SIGTERM drain)", before[0])
 		e.waitReady(t, mirrorName)
 		f.stopAndWait(t)
 		rep := auditAll(t, f, dst.addrs)
@@ -437,11 +494,13 @@ func TestOnANode(t *testing.T) {
 		f.start()
 		time.Sleep(3 * time.Second)
 		pods, _, _ := e.mirrorPods(t, mirrorName)
+		log := e.follow(t, pods[0])
 		e.kc(t, "delete", "pod", pods[0], "-n", namespace, "--grace-period=0", "--force")
 		waitFor(t, "a replacement mirror pod ready", readyTimeout, func() bool {
 			now, ready, _ := e.mirrorPods(t, mirrorName)
 			return len(now) == 1 && ready == 1 && now[0] != pods[0]
 		})
+		t.Logf("force-deleted pod %s: engine logged a clean stop: %v", pods[0], log.stoppedCleanly(t))
 		time.Sleep(3 * time.Second)
 		f.stopAndWait(t)
 		rep := auditAll(t, f, dst.addrs)
@@ -509,6 +568,11 @@ func TestOnANode(t *testing.T) {
 
 	t.Run("kubectl apply -k config/default", func(t *testing.T) {
 		overlay := t.TempDir()
+		// kustomize takes a base outside the overlay only as a relative path.
+		base, err := filepath.Rel(overlay, filepath.Join(e.root, "config", "default"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		kust := fmt.Sprintf(`resources:
   - %s
 images:
@@ -523,13 +587,15 @@ patches:
       - op: add
         path: /spec/template/spec/containers/0/imagePullPolicy
         value: Never
-`, filepath.Join(e.root, "config", "default"), tag, e.image)
+`, base, tag, e.image)
 		if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kust), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		e.kc(t, "apply", "-k", overlay)
 		t.Cleanup(func() {
-			_, _ = tryRun("", e.kubectl, "delete", "deployment", "kafka-mirror-operator", "-n", operatorNamespace)
+			// Everything of the story goes, so that the next run starts from an empty cluster.
+			_, _ = tryRun("", e.kubectl, "delete", "namespace", namespace, "--timeout=2m")
+			_, _ = tryRun("", e.kubectl, "delete", "-k", overlay, "--timeout=2m")
 		})
 		e.kc(t, "rollout", "status", "deployment/kafka-mirror-operator", "-n", operatorNamespace, "--timeout="+installTimeout.String())
 		// The kustomize-installed operator reconciles: a spec change rolls the mirror.
