@@ -90,6 +90,10 @@ if [ -d /var/log/containers ]; then
   done
   [ -f "$KUBE_RUN/created-var-log-containers" ] && rmdir /var/log/containers 2>/dev/null
 fi
+# /run/containerd, if kube-up's containerd made it: only its empty directories.
+if [ -f "$KUBE_RUN/created-run-containerd" ] && [ -d /run/containerd ]; then
+  find /run/containerd -depth -type d -empty -delete 2>/dev/null
+fi
 rm -rf "$KUBE_RUN" "$KUBE_STATE"
 
 # The checks.

@@ -49,6 +49,8 @@ mkdir -p "$KUBE_STATE" "$KUBE_RUN" "$KUBE_LOGS" "$KUBE_PIDS"
 ip -o link show | awk -F': ' '{print $2}' | sort > "$KUBE_RUN/host-links.before"
 # The kubelet links every container's log into /var/log/containers (a fixed path).
 [ -d /var/log/containers ] || touch "$KUBE_RUN/created-var-log-containers"
+# containerd 1.6 puts its shims' sockets in /run/containerd/s whatever its state directory.
+[ -d /run/containerd ] || touch "$KUBE_RUN/created-run-containerd"
 
 # The network namespace: loopback, with the node's address on it too (the kernel here has
 # no dummy interfaces: CONFIG_DUMMY is not set), forwarding for the pod bridge. It has no
@@ -134,6 +136,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        Root = "$KUBE_RUN/runc"
         BinaryName = "$(command -v runc)"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
