@@ -45,6 +45,8 @@ kube_dir=$(bash "$here/build.sh")
 kube_log "binaries ready ($((SECONDS - start))s): $envtest_dir, $kube_dir"
 
 mkdir -p "$KUBE_STATE" "$KUBE_RUN" "$KUBE_LOGS" "$KUBE_PIDS"
+# A failed start leaves what runs for a look at the logs; kube-down removes it.
+trap 'rc=$?; [ $rc = 0 ] || kube_log "kube-up failed (exit $rc); logs in $KUBE_LOGS; run make kube-down to remove what started"' EXIT
 # What the host has before we start, so that kube-down can show nothing of ours is left.
 ip -o link show | awk -F': ' '{print $2}' | sort > "$KUBE_RUN/host-links.before"
 # The kubelet links every container's log into /var/log/containers (a fixed path).
