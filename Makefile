@@ -79,6 +79,19 @@ image: build ## Build the OCI image without Docker: bin/image/oci (OCI layout), 
 image-run: image ## Run the image under runc with the chart's securityContext: version, a counted mirror, SIGTERM drains (root).
 	bash hack/image/run.sh
 
+##@ Real node (root; not in make test or .ci/run: the first build of the node binaries takes about an hour)
+.PHONY: kube-up
+kube-up: image ## Start a single-node Kubernetes here (hack/kube): etcd, API server, kubelet, containerd, CNI; the image imported.
+	bash hack/kube/up.sh
+
+.PHONY: kube-down
+kube-down: ## Stop the kube-up node; fails if any of its processes, mounts, interfaces or cgroups is left.
+	bash hack/kube/down.sh
+
+.PHONY: e2e-kube
+e2e-kube: image helm ## On the kube-up node: helm install, a KafkaMirror mirrored and audited, scale, roll, force-delete, upgrade, apply -k.
+	IMG="$(IMG)" HELM="$(HELM)" bash hack/kube/e2e.sh
+
 ##@ Generate
 .PHONY: manifests
 manifests: controller-gen ## Generate CRD, RBAC and deepcopy from api/ and controllers/ into config/ and the chart.

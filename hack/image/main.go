@@ -11,6 +11,7 @@
 //	go run . build --binary ../../bin/kafka-mirror --version v1 --commit abc --out ../../bin/image
 //	go run . unpack --layout ../../bin/image/oci --rootfs /tmp/rootfs
 //	go run . digest --layout ../../bin/image/oci
+//	go run . pause --binary ../../bin/image/pause --out ../../bin/image/pause.tar   (make kube-up's pod sandbox)
 package main
 
 import (
@@ -29,7 +30,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: image build|unpack|digest [flags]")
+		return fmt.Errorf("usage: image build|unpack|digest|pause [flags]")
 	}
 	switch args[0] {
 	case "build":
@@ -38,8 +39,10 @@ func run(args []string) error {
 		return runUnpack(args[1:])
 	case "digest":
 		return runDigest(args[1:])
+	case "pause":
+		return runPause(args[1:])
 	default:
-		return fmt.Errorf("unknown command %q: want build, unpack or digest", args[0])
+		return fmt.Errorf("unknown command %q: want build, unpack, digest or pause", args[0])
 	}
 }
 
