@@ -134,7 +134,7 @@ func parseOptions(args []string) (options, error) {
 func main() {
 	if len(os.Args) > 1 {
 		// The benchmark re-runs itself as the child processes it measures.
-		child := map[string]func([]string) error{profiledEngineCommand: runProfiledEngine, limitCommand: runLimit}[os.Args[1]]
+		child := map[string]func([]string) error{profiledEngineCommand: runProfiledEngine, limitCommand: runLimit, forwarderCommand: runForwarder}[os.Args[1]]
 		if child != nil {
 			if err := child(os.Args[2:]); err != nil {
 				fmt.Fprintln(os.Stderr, "Error:", err)
