@@ -111,6 +111,9 @@ type usage struct {
 	// MaxRSS is the peak resident set size in bytes, as last sampled before the stop
 	// signal (see engineproc.Process.PeakRSS).
 	MaxRSS int64
+	// MaxAnonRSS is the highest anonymous RSS sampled (engineproc.Process.PeakAnonRSS):
+	// MaxRSS without the binary's file-backed pages.
+	MaxAnonRSS int64
 	// ExitErr is the process's exit error after the stop signal (nil for a clean exit).
 	ExitErr error
 }
@@ -124,7 +127,7 @@ func stopEngine(p *engineproc.Process, sig syscall.Signal, grace time.Duration) 
 	} else {
 		err = p.Stop(grace)
 	}
-	return usage{ExitErr: err, MaxRSS: p.PeakRSS(), CPU: p.CPUTime()}
+	return usage{ExitErr: err, MaxRSS: p.PeakRSS(), MaxAnonRSS: p.PeakAnonRSS(), CPU: p.CPUTime()}
 }
 
 // logTailLines is how many lines of an engine's log an error quotes.

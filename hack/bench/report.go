@@ -39,6 +39,8 @@ type engineResult struct {
 	CPUSeconds    float64 `json:"cpuSeconds"`
 	CPUPerMillion float64 `json:"cpuSecondsPerMillionRecords"`
 	MaxRSS        int64   `json:"maxRSSBytes"`
+	// MaxAnonRSS is MaxRSS without the binary's file-backed pages (usage.MaxAnonRSS).
+	MaxAnonRSS int64 `json:"maxAnonRSSBytes,omitempty"`
 	// SteadyRate is the rate between steadyFrom and steadyTo of the records (the steady
 	// state); StartToLast is the rate from the process's start to the last record
 	// (Records / WallSeconds), and StartToSteady their ratio: what the start costs.
@@ -60,6 +62,7 @@ func (r *engineResult) fill(pr progress, u usage, bytesPerRecord int64) {
 	r.CPUSeconds = u.CPU.Seconds()
 	r.CPUPerMillion = u.CPU.Seconds() / float64(r.Records) * 1e6
 	r.MaxRSS = u.MaxRSS
+	r.MaxAnonRSS = u.MaxAnonRSS
 	if d := pr.highAt - pr.lowAt; d > 0 && pr.highCount > pr.lowCount {
 		n := pr.highCount - pr.lowCount
 		r.SteadyRate = rate{Records: int(n), Bytes: n * bytesPerRecord, Elapsed: d}
@@ -102,6 +105,8 @@ type round struct {
 	EngineToForwarder    float64       `json:"engineToForwarder,omitempty"`
 	EngineCPUToForwarder float64       `json:"engineCPUToForwarder,omitempty"`
 	EngineRSSToForwarder float64       `json:"engineRSSToForwarder,omitempty"`
+	// EngineAnonToForwarder compares the anonymous peak RSS (MaxAnonRSS).
+	EngineAnonToForwarder float64 `json:"engineAnonRSSToForwarder,omitempty"`
 	// Limit is the slower of the produce and consume limits, in records per second.
 	Limit float64 `json:"limitRecordsPerSecond"`
 	// EngineToLimit is Engine's rate / Limit; FastToEngine and CELToEngine are the
@@ -154,6 +159,9 @@ func (r *round) computeRatios() {
 		r.EngineToForwarder = r.Engine.Rate.RecordsPerSecond() / f.Rate.RecordsPerSecond()
 		r.EngineCPUToForwarder = r.Engine.CPUPerMillion / f.CPUPerMillion
 		r.EngineRSSToForwarder = float64(r.Engine.MaxRSS) / float64(f.MaxRSS)
+		if f.MaxAnonRSS > 0 {
+			r.EngineAnonToForwarder = float64(r.Engine.MaxAnonRSS) / float64(f.MaxAnonRSS)
+		}
 	}
 	e := r.Engine.Rate.RecordsPerSecond()
 	r.EngineToLimit = e / r.Limit
@@ -234,6 +242,9 @@ type summary struct {
 	EngineToForwarder      float64 `json:"engine_vs_forwarder,omitempty"`
 	EngineCPUToForwarder   float64 `json:"engineCPUToForwarder,omitempty"`
 	EngineRSSToForwarder   float64 `json:"engineRSSToForwarder,omitempty"`
+	EngineAnonToForwarder  float64 `json:"engineAnonRSSToForwarder,omitempty"`
+	EngineMaxAnonRSS       int64   `json:"engineMaxAnonRSSBytes,omitempty"`
+	ForwarderMaxAnonRSS    int64   `json:"forwarderMaxAnonRSSBytes,omitempty"`
 	Forwarder              float64 `json:"forwarderRecordsPerSecond,omitempty"`
 	ForwarderCPU           float64 `json:"forwarderCPUSecondsPerMillionRecords,omitempty"`
 	ForwarderMaxRSS        int64   `json:"forwarderMaxRSSBytes,omitempty"`
