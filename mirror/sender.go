@@ -160,17 +160,35 @@ func (s *sender) send(ctx context.Context, o *outMsg) bool {
 	}
 }
 
+// ackClockReuse bounds how many acks in a row share one reading of the clock while
+// the producer's results queue up (see readAcks).
+const ackClockReuse = 256
+
 // readAcks turns producer results into tracker acks until the producer is closed.
+//
+// The producer hands over the acks of one produce response back to back, so the clock
+// is read once per burst (when the results channel was empty before a receive, and at
+// least every ackClockReuse acks) rather than once per record: the acks queued behind
+// the first arrived no later than it, and reading the clock was 2% of the engine's CPU.
 func (s *sender) readAcks(producer sarama.AsyncProducer) {
 	succ, errs := producer.Successes(), producer.Errors()
+	var now time.Time
+	reuse := 0
 	for succ != nil || errs != nil {
+		if len(succ) == 0 {
+			reuse = 0
+		}
 		select {
 		case m, ok := <-succ:
 			if !ok {
 				succ = nil
 				continue
 			}
-			s.acked(m.Metadata.(*outMsg))
+			if reuse == 0 {
+				now, reuse = time.Now(), ackClockReuse
+			}
+			reuse--
+			s.acked(m.Metadata.(*outMsg), now)
 		case pe, ok := <-errs:
 			if !ok {
 				errs = nil
@@ -181,8 +199,8 @@ func (s *sender) readAcks(producer sarama.AsyncProducer) {
 	}
 }
 
-func (s *sender) acked(o *outMsg) {
-	now := time.Now()
+// acked counts o as acked by the target at now and gives its offset to the tracker.
+func (s *sender) acked(o *outMsg, now time.Time) {
 	p := o.part
 	p.records.Add(1)
 	p.bytes.Add(o.size)
