@@ -154,25 +154,48 @@ func (c *claimState) readLoop(ctx context.Context, claim sarama.ConsumerGroupCla
 		if len(msgs) == 0 {
 			c.clockReuse = 0
 		}
-		select {
-		case m, ok := <-msgs:
-			if !ok || ctx.Err() != nil {
-				// When the session ended, stop reading even if more records are ready
-				// (select picks at random): m is not Added, the next owner reads it.
-				return nil
-			}
-			if c.clockReuse == 0 {
-				c.readAt, c.clockReuse = time.Now(), readClockReuse
-			}
-			c.clockReuse--
-			if err := c.mirrorRecord(ctx, m); err != nil {
-				return err
-			}
-		case <-done:
-			return nil
-		case <-c.e.failed:
-			return errStopped
+		m, err := c.next(msgs, done)
+		if m == nil {
+			return err
 		}
+		if ctx.Err() != nil {
+			// When the session ended, stop reading even if more records are ready: m
+			// is not Added, the next owner reads it.
+			return nil
+		}
+		if c.clockReuse == 0 {
+			c.readAt, c.clockReuse = time.Now(), readClockReuse
+		}
+		c.clockReuse--
+		if err := c.mirrorRecord(ctx, m); err != nil {
+			return err
+		}
+	}
+}
+
+// next returns the next record of msgs, or nil and what ends the read loop: nil when
+// done or msgs was closed, errStopped when the engine failed. A record
+// already waiting is taken without a select over all three channels, which locks
+// each of them and was a tenth of the engine's CPU with sarama's own selects: checking
+// failed without blocking costs no lock.
+func (c *claimState) next(msgs <-chan *sarama.ConsumerMessage, done <-chan struct{}) (*sarama.ConsumerMessage, error) {
+	select {
+	case <-c.e.failed:
+		return nil, errStopped
+	default:
+	}
+	select {
+	case m := <-msgs:
+		return m, nil // nil when msgs was closed
+	default:
+	}
+	select {
+	case m := <-msgs:
+		return m, nil
+	case <-done:
+		return nil, nil
+	case <-c.e.failed:
+		return nil, errStopped
 	}
 }
 

@@ -150,6 +150,18 @@ func (s *sender) send(ctx context.Context, o *outMsg) bool {
 	if o.via == routeSingle {
 		in = s.single.Input()
 	}
+	// The fast path: a producer with room takes the record without a select over three
+	// channels (which locks each of them); a failed engine hands nothing more over.
+	select {
+	case <-s.failed:
+		return false
+	default:
+	}
+	select {
+	case in <- &o.msg:
+		return true
+	default:
+	}
 	select {
 	case in <- &o.msg:
 		return true
@@ -317,12 +329,13 @@ func (s *sender) admit(ctx context.Context, c *claimState, outs []*outMsg) error
 	r := routeBatch
 	var bytes int64
 	for _, o := range outs {
-		or, err := s.limits.routeFor(o)
+		size := o.msg.ByteSize(2)
+		or, err := s.limits.routeFor(o, size)
 		if err != nil {
 			return err
 		}
 		r = max(r, or)
-		o.budgeted = int64(o.msg.ByteSize(2))
+		o.budgeted = int64(size)
 		bytes += o.budgeted
 	}
 	if r != c.via && c.tracker.InFlight() > 0 {
