@@ -67,6 +67,12 @@ type claimState struct {
 	clockReuse int
 }
 
+// inFlightResumeShare is hysteresis for the per-partition in-flight bound: a claim held
+// at maxInFlightPerPartition resumes once this share of it (an eighth) was acked,
+// rather than after every single ack, which woke the claim's goroutine once per record
+// whenever the producer was the bottleneck. The bound itself is unchanged.
+const inFlightResumeShare = 8
+
 // readClockReuse bounds how many records in a row share one reading of the clock while
 // the consumer's buffer holds records (see readLoop).
 const readClockReuse = 32
@@ -203,7 +209,8 @@ func (c *claimState) next(msgs <-chan *sarama.ConsumerMessage, done <-chan struc
 // returns an error only for a fatal condition (handler failure) or when ctx ended
 // while the record waited (then the record was not Added and its offset not passed).
 func (c *claimState) mirrorRecord(ctx context.Context, m *sarama.ConsumerMessage) error {
-	if err := c.tracker.WaitBelow(ctx, c.e.cfg.MaxInFlightPerPartition); err != nil {
+	limit := c.e.cfg.MaxInFlightPerPartition
+	if err := c.tracker.WaitForRoom(ctx, limit, limit-limit/inFlightResumeShare); err != nil {
 		return err
 	}
 	now := c.readAt

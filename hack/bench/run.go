@@ -66,6 +66,9 @@ func run(ctx context.Context, o options) error {
 	if err := b.setup(ctx); err != nil {
 		return err
 	}
+	if o.baselineBin != "" {
+		return b.compareRuns(ctx)
+	}
 	if err := b.measure(ctx, rep); err != nil {
 		keep = true
 		return err
