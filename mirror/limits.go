@@ -134,8 +134,9 @@ const (
 
 // routeFor chooses o's producer, or returns a recordTooLargeError when o alone is
 // larger than its target topic accepts.
-func (l *sizeLimits) routeFor(o *outMsg) (route, error) {
-	size := o.msg.ByteSize(2)
+//
+// size is o.msg.ByteSize(2), which the caller has already computed for the byte budget.
+func (l *sizeLimits) routeFor(o *outMsg, size int) (route, error) {
 	limit, known := l.limit(o.msg.Topic)
 	switch {
 	case !known:

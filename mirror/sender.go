@@ -150,6 +150,18 @@ func (s *sender) send(ctx context.Context, o *outMsg) bool {
 	if o.via == routeSingle {
 		in = s.single.Input()
 	}
+	// The fast path: a producer with room takes the record without a select over three
+	// channels (which locks each of them); a failed engine hands nothing more over.
+	select {
+	case <-s.failed:
+		return false
+	default:
+	}
+	select {
+	case in <- &o.msg:
+		return true
+	default:
+	}
 	select {
 	case in <- &o.msg:
 		return true
@@ -160,17 +172,35 @@ func (s *sender) send(ctx context.Context, o *outMsg) bool {
 	}
 }
 
+// ackClockReuse bounds how many acks in a row share one reading of the clock while
+// the producer's results queue up (see readAcks).
+const ackClockReuse = 256
+
 // readAcks turns producer results into tracker acks until the producer is closed.
+//
+// The producer hands over the acks of one produce response back to back, so the clock
+// is read once per burst (when the results channel was empty before a receive, and at
+// least every ackClockReuse acks) rather than once per record: the acks queued behind
+// the first arrived no later than it, and reading the clock was 2% of the engine's CPU.
 func (s *sender) readAcks(producer sarama.AsyncProducer) {
 	succ, errs := producer.Successes(), producer.Errors()
+	var now time.Time
+	reuse := 0
 	for succ != nil || errs != nil {
+		if len(succ) == 0 {
+			reuse = 0
+		}
 		select {
 		case m, ok := <-succ:
 			if !ok {
 				succ = nil
 				continue
 			}
-			s.acked(m.Metadata.(*outMsg))
+			if reuse == 0 {
+				now, reuse = time.Now(), ackClockReuse
+			}
+			reuse--
+			s.acked(m.Metadata.(*outMsg), now)
 		case pe, ok := <-errs:
 			if !ok {
 				errs = nil
@@ -181,8 +211,8 @@ func (s *sender) readAcks(producer sarama.AsyncProducer) {
 	}
 }
 
-func (s *sender) acked(o *outMsg) {
-	now := time.Now()
+// acked counts o as acked by the target at now and gives its offset to the tracker.
+func (s *sender) acked(o *outMsg, now time.Time) {
 	p := o.part
 	p.records.Add(1)
 	p.bytes.Add(o.size)
@@ -299,12 +329,13 @@ func (s *sender) admit(ctx context.Context, c *claimState, outs []*outMsg) error
 	r := routeBatch
 	var bytes int64
 	for _, o := range outs {
-		or, err := s.limits.routeFor(o)
+		size := o.msg.ByteSize(2)
+		or, err := s.limits.routeFor(o, size)
 		if err != nil {
 			return err
 		}
 		r = max(r, or)
-		o.budgeted = int64(o.msg.ByteSize(2))
+		o.budgeted = int64(size)
 		bytes += o.budgeted
 	}
 	if r != c.via && c.tracker.InFlight() > 0 {

@@ -4,7 +4,9 @@
 //
 // It starts a source and a target kfake cluster in this process, preloads a topic, and
 // then, in one run, measures the broker-bound limit (a raw produce into the target with
-// the engine's own producer settings, and a raw consume from the source), the engine's
+// the engine's own producer settings, and a raw consume from the source), a bare sarama
+// consumer-group forwarder with the engine's producer settings and nothing else (the
+// reference of issue 18, forwarder.go), the engine's
 // throughput with and without the no-data-loss policy and with a CEL filter, the
 // replication latency at a moderate fixed rate, and the engine's CPU time and peak RSS
 // at two record counts and against a throttled target. The engine runs as a child

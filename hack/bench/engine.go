@@ -111,6 +111,9 @@ type usage struct {
 	// MaxRSS is the peak resident set size in bytes, as last sampled before the stop
 	// signal (see engineproc.Process.PeakRSS).
 	MaxRSS int64
+	// MaxAnonRSS is the highest anonymous RSS sampled (engineproc.Process.PeakAnonRSS):
+	// MaxRSS without the binary's file-backed pages.
+	MaxAnonRSS int64
 	// ExitErr is the process's exit error after the stop signal (nil for a clean exit).
 	ExitErr error
 }
@@ -124,7 +127,7 @@ func stopEngine(p *engineproc.Process, sig syscall.Signal, grace time.Duration) 
 	} else {
 		err = p.Stop(grace)
 	}
-	return usage{ExitErr: err, MaxRSS: p.PeakRSS(), CPU: p.CPUTime()}
+	return usage{ExitErr: err, MaxRSS: p.PeakRSS(), MaxAnonRSS: p.PeakAnonRSS(), CPU: p.CPUTime()}
 }
 
 // logTailLines is how many lines of an engine's log an error quotes.
@@ -172,7 +175,19 @@ type progress struct {
 	firstCount int64
 	// doneAt is when the target held every expected record.
 	doneAt time.Duration
+	// lowAt and highAt are when the target first held steadyFrom and steadyTo of the
+	// expected records, lowCount and highCount the counts seen then: the window of the
+	// steady rate, past the start and before the tail.
+	lowAt, highAt       time.Duration
+	lowCount, highCount int64
 }
+
+// The steady-state window of a run, as fractions of its records: the start (process,
+// group join, first fetches) is before it and the last partitions' tail after it.
+const (
+	steadyFrom = 0.1
+	steadyTo   = 0.9
+)
 
 // pollInterval is how often the target's end offsets are read during a run: often
 // enough that the timing error is well under 1% of a default run.
@@ -200,6 +215,12 @@ func waitForRecords(ctx context.Context, p *engineproc.Process, t *targetCounter
 		now := time.Since(p.Started())
 		if n > 0 && pr.firstAt == 0 {
 			pr.firstAt, pr.firstCount = now, n
+		}
+		if pr.lowAt == 0 && float64(n) >= steadyFrom*float64(want) {
+			pr.lowAt, pr.lowCount = now, n
+		}
+		if pr.highAt == 0 && float64(n) >= steadyTo*float64(want) {
+			pr.highAt, pr.highCount = now, n
 		}
 		if onHalf != nil && n >= want/2 {
 			onHalf()

@@ -33,6 +33,7 @@ type options struct {
 	maxInFlight    int
 	out            string
 	engineBin      string
+	baselineBin    string
 	engineEnv      []string
 	profile        bool
 	profileFilter  bool
@@ -61,6 +62,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.streams, "streams", 0, "the engine's streams (0: the config default)")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 0, "the engine's maxInFlightPerPartition outside the throttled runs (0: the config default)")
 	fs.StringVar(&o.out, "out", "", "directory for results.json and results.md (default docs/benchmarks, or a temporary directory with --quick)")
+	fs.StringVar(&o.baselineBin, "baseline-bin", "", "compare the engine with this kafka-mirror binary and the bare forwarder, round by round, and print the ratios (writes no results)")
 	env := fs.String("engine-env", "", "environment variables added to every engine process, comma-separated (for example GOGC=200,GOMEMLIMIT=150MiB)")
 	fs.StringVar(&o.engineBin, "engine-bin", "", "a built kafka-mirror binary to run (default: build one from this checkout)")
 	fs.BoolVar(&o.profile, "profile", false, "also run the engine once with CPU, allocation, heap and mutex profiling, into docs/benchmarks/engine-*.prof")
@@ -134,7 +136,7 @@ func parseOptions(args []string) (options, error) {
 func main() {
 	if len(os.Args) > 1 {
 		// The benchmark re-runs itself as the child processes it measures.
-		child := map[string]func([]string) error{profiledEngineCommand: runProfiledEngine, limitCommand: runLimit}[os.Args[1]]
+		child := map[string]func([]string) error{profiledEngineCommand: runProfiledEngine, limitCommand: runLimit, forwarderCommand: runForwarder}[os.Args[1]]
 		if child != nil {
 			if err := child(os.Args[2:]); err != nil {
 				fmt.Fprintln(os.Stderr, "Error:", err)

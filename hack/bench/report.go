@@ -39,6 +39,14 @@ type engineResult struct {
 	CPUSeconds    float64 `json:"cpuSeconds"`
 	CPUPerMillion float64 `json:"cpuSecondsPerMillionRecords"`
 	MaxRSS        int64   `json:"maxRSSBytes"`
+	// MaxAnonRSS is MaxRSS without the binary's file-backed pages (usage.MaxAnonRSS).
+	MaxAnonRSS int64 `json:"maxAnonRSSBytes,omitempty"`
+	// SteadyRate is the rate between steadyFrom and steadyTo of the records (the steady
+	// state); StartToLast is the rate from the process's start to the last record
+	// (Records / WallSeconds), and StartToSteady their ratio: what the start costs.
+	SteadyRate    rate    `json:"steadyRate"`
+	StartToLast   float64 `json:"startToLastRecordsPerSecond"`
+	StartToSteady float64 `json:"startToLastToSteady"`
 }
 
 func (r *engineResult) fill(pr progress, u usage, bytesPerRecord int64) {
@@ -54,6 +62,17 @@ func (r *engineResult) fill(pr progress, u usage, bytesPerRecord int64) {
 	r.CPUSeconds = u.CPU.Seconds()
 	r.CPUPerMillion = u.CPU.Seconds() / float64(r.Records) * 1e6
 	r.MaxRSS = u.MaxRSS
+	r.MaxAnonRSS = u.MaxAnonRSS
+	if d := pr.highAt - pr.lowAt; d > 0 && pr.highCount > pr.lowCount {
+		n := pr.highCount - pr.lowCount
+		r.SteadyRate = rate{Records: int(n), Bytes: n * bytesPerRecord, Elapsed: d}
+	}
+	if pr.doneAt > 0 {
+		r.StartToLast = float64(r.Records) / pr.doneAt.Seconds()
+	}
+	if sr := r.SteadyRate.RecordsPerSecond(); sr > 0 {
+		r.StartToSteady = r.StartToLast / sr
+	}
 }
 
 // limitResult is one raw-client measurement of the broker-bound limit, with the
@@ -79,6 +98,15 @@ type round struct {
 	Engine     *engineResult `json:"engine,omitempty"`
 	EngineFast *engineResult `json:"engineNoDataLossOff,omitempty"`
 	EngineCEL  *engineResult `json:"engineCELFilter,omitempty"`
+	// Forwarder is the bare consumer-group forwarder (forwarder.go), the reference of
+	// issue 18; EngineToForwarder, EngineCPUToForwarder and EngineRSSToForwarder compare
+	// Engine's rate, CPU per record and peak RSS with it.
+	Forwarder            *engineResult `json:"forwarder,omitempty"`
+	EngineToForwarder    float64       `json:"engineToForwarder,omitempty"`
+	EngineCPUToForwarder float64       `json:"engineCPUToForwarder,omitempty"`
+	EngineRSSToForwarder float64       `json:"engineRSSToForwarder,omitempty"`
+	// EngineAnonToForwarder compares the anonymous peak RSS (MaxAnonRSS).
+	EngineAnonToForwarder float64 `json:"engineAnonRSSToForwarder,omitempty"`
 	// Limit is the slower of the produce and consume limits, in records per second.
 	Limit float64 `json:"limitRecordsPerSecond"`
 	// EngineToLimit is Engine's rate / Limit; FastToEngine and CELToEngine are the
@@ -125,6 +153,14 @@ func (r *round) computeRatios() {
 		}
 		if r.EngineCEL != nil {
 			r.CELCPUToEngine = r.EngineCEL.CPUPerMillion / c
+		}
+	}
+	if f := r.Forwarder; f != nil && f.Rate.RecordsPerSecond() > 0 && f.CPUPerMillion > 0 && f.MaxRSS > 0 {
+		r.EngineToForwarder = r.Engine.Rate.RecordsPerSecond() / f.Rate.RecordsPerSecond()
+		r.EngineCPUToForwarder = r.Engine.CPUPerMillion / f.CPUPerMillion
+		r.EngineRSSToForwarder = float64(r.Engine.MaxRSS) / float64(f.MaxRSS)
+		if f.MaxAnonRSS > 0 {
+			r.EngineAnonToForwarder = float64(r.Engine.MaxAnonRSS) / float64(f.MaxAnonRSS)
 		}
 	}
 	e := r.Engine.Rate.RecordsPerSecond()
@@ -200,6 +236,27 @@ type summary struct {
 	CELToEngine        float64 `json:"celFilterToEngine,omitempty"`
 	CELCPUToEngine     float64 `json:"celFilterCPUToEngine,omitempty"`
 
+	// Against the bare forwarder (issue 18): medians of the rounds' ratios, and of
+	// each side's rate, CPU, peak RSS, start (first record seen on the target, seconds
+	// after the process started) and start-to-last rate / steady rate.
+	EngineToForwarder      float64 `json:"engine_vs_forwarder,omitempty"`
+	EngineCPUToForwarder   float64 `json:"engineCPUToForwarder,omitempty"`
+	EngineRSSToForwarder   float64 `json:"engineRSSToForwarder,omitempty"`
+	EngineAnonToForwarder  float64 `json:"engineAnonRSSToForwarder,omitempty"`
+	EngineMaxAnonRSS       int64   `json:"engineMaxAnonRSSBytes,omitempty"`
+	ForwarderMaxAnonRSS    int64   `json:"forwarderMaxAnonRSSBytes,omitempty"`
+	Forwarder              float64 `json:"forwarderRecordsPerSecond,omitempty"`
+	ForwarderCPU           float64 `json:"forwarderCPUSecondsPerMillionRecords,omitempty"`
+	ForwarderMaxRSS        int64   `json:"forwarderMaxRSSBytes,omitempty"`
+	EngineStartup          float64 `json:"engineFirstRecordSeconds,omitempty"`
+	ForwarderStartup       float64 `json:"forwarderFirstRecordSeconds,omitempty"`
+	EngineStartToSteady    float64 `json:"engineStartToLastToSteady,omitempty"`
+	ForwarderStartToSteady float64 `json:"forwarderStartToLastToSteady,omitempty"`
+	// BigToEngine is the big run's rate / the 1M median; BigForwarderToForwarder the
+	// same for the forwarder, to tell the brokers' slowdown from the engine's.
+	BigToEngine             float64 `json:"bigToEngine,omitempty"`
+	BigForwarderToForwarder float64 `json:"bigForwarderToForwarder,omitempty"`
+
 	// Memory. MaxRSS is the highest peak RSS of the engine runs with no-data-loss over
 	// the rounds.
 	MaxRSS           int64   `json:"maxRSSBytes,omitempty"`
@@ -243,26 +300,28 @@ type settings struct {
 
 // report is everything one run measured; it is written as results.json and results.md.
 type report struct {
-	Date      string            `json:"date"`
-	Commit    string            `json:"commit"`
-	GoVersion string            `json:"goVersion"`
-	OS        string            `json:"os"`
-	Arch      string            `json:"arch"`
-	Cores     int               `json:"cores"`
-	CPUModel  string            `json:"cpuModel"`
-	Seconds   float64           `json:"seconds"`
-	Settings  settings          `json:"settings"`
-	Summary   summary           `json:"summary"`
-	Targets   []target          `json:"targets"`
-	Rounds    []round           `json:"rounds"`
-	Latency   *latencyResult    `json:"latency,omitempty"`
-	Big       *engineResult     `json:"big,omitempty"`
-	Throttled []throttleResult  `json:"throttled,omitempty"`
-	Large     *largeResult      `json:"large,omitempty"`
-	Profile   *profileResult    `json:"profile,omitempty"`
-	Groups    *groupsResult     `json:"groups,omitempty"`
-	Notes     map[string]string `json:"notes,omitempty"`
-	started   time.Time
+	Date      string         `json:"date"`
+	Commit    string         `json:"commit"`
+	GoVersion string         `json:"goVersion"`
+	OS        string         `json:"os"`
+	Arch      string         `json:"arch"`
+	Cores     int            `json:"cores"`
+	CPUModel  string         `json:"cpuModel"`
+	Seconds   float64        `json:"seconds"`
+	Settings  settings       `json:"settings"`
+	Summary   summary        `json:"summary"`
+	Targets   []target       `json:"targets"`
+	Rounds    []round        `json:"rounds"`
+	Latency   *latencyResult `json:"latency,omitempty"`
+	Big       *engineResult  `json:"big,omitempty"`
+	// BigForwarder is the forwarder over the big run's records.
+	BigForwarder *engineResult     `json:"bigForwarder,omitempty"`
+	Throttled    []throttleResult  `json:"throttled,omitempty"`
+	Large        *largeResult      `json:"large,omitempty"`
+	Profile      *profileResult    `json:"profile,omitempty"`
+	Groups       *groupsResult     `json:"groups,omitempty"`
+	Notes        map[string]string `json:"notes,omitempty"`
+	started      time.Time
 }
 
 func newReport(o options) *report {
@@ -333,6 +392,7 @@ func (r *report) finish() {
 		target{"noDataLoss: false", "faster than no-data-loss",
 			fmt.Sprintf("%.2f x (CPU per record %+.0f%%)", s.FastToEngine, (s.FastCPUToEngine-1)*100), s.FastToEngine > 1},
 	)
+	r.finishForwarder()
 	if r.Big != nil {
 		s.BigCPUPerMillion = r.Big.CPUPerMillion
 		s.BigMaxRSS = r.Big.MaxRSS
@@ -443,6 +503,7 @@ func (r *report) tableRows() [][]string {
 				fmt.Sprintf("%.2f x engine", s.CELCPUToEngine), ""},
 		)
 	}
+	rows = append(rows, r.forwarderRows()...)
 	if r.Big != nil {
 		rows = append(rows, []string{fmt.Sprintf("engine, no-data-loss, %s records", fmtCount(r.Big.Records)),
 			fmtNum(r.Big.Rate.RecordsPerSecond()), fmt.Sprintf("%.1f", r.Big.Rate.MBPerSecond()), "", fmt.Sprintf("%.2f", r.Big.CPUPerMillion), fmtBytes(r.Big.MaxRSS)})
@@ -521,6 +582,7 @@ func (r *report) markdown(w io.Writer) {
 		}
 		writeMarkdownTable(w, t)
 	}
+	r.forwarderMarkdown(w)
 	if s := r.Summary.BytesPerInFlightRecord; s > 0 {
 		fmt.Fprintf(w, "\n## Memory\n\nBetween the throttled runs, peak RSS grew by about %.0f bytes per record in flight (each record carries %d bytes of key and value).\n",
 			s, r.Settings.KeyBytes+r.Settings.ValueSize)

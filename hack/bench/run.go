@@ -66,6 +66,9 @@ func run(ctx context.Context, o options) error {
 	if err := b.setup(ctx); err != nil {
 		return err
 	}
+	if o.baselineBin != "" {
+		return b.compareRuns(ctx)
+	}
 	if err := b.measure(ctx, rep); err != nil {
 		keep = true
 		return err
@@ -170,6 +173,9 @@ func (b *bench) measure(ctx context.Context, rep *report) error {
 			return err
 		}
 		rep.Big = &res
+		if rep.BigForwarder, err = b.bigForwarder(ctx); err != nil {
+			return err
+		}
 	}
 	if b.o.throttleTime > 0 {
 		for _, limit := range b.o.throttleLimits {
@@ -212,6 +218,7 @@ func (b *bench) throughputRounds(ctx context.Context, rep *report) error {
 		{"produce limit, noDataLoss: false", func(r *round) (err error) { r.ProduceFastLimit, err = b.produceLimit(ctx, n, false); return err }},
 		{"consume limit", func(r *round) (err error) { r.ConsumeLimit, err = b.consumeLimit(ctx, n); return err }},
 		{"raw pipe", func(r *round) (err error) { r.Pipe, err = b.pipe(ctx, n); return err }},
+		{"forwarder", func(r *round) error { res, err := b.forwarder(ctx, n); r.Forwarder = &res; return err }},
 	}
 	if !b.o.skipEngine {
 		steps = append(steps,

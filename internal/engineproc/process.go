@@ -61,6 +61,8 @@ type Process struct {
 	// the run, not the drain).
 	peakRSS  atomic.Int64
 	stopping atomic.Bool
+	// peakAnon is the highest RssAnon sampled, in bytes (see PeakAnonRSS).
+	peakAnon atomic.Int64
 }
 
 // Start starts cmd (usually `kafka-mirror run --config ...`) in its own process group
@@ -273,6 +275,13 @@ func TailFile(path string, n int) (string, error) {
 // parent's own peak RSS through exec into the child's maxrss.
 func (p *Process) PeakRSS() int64 { return p.peakRSS.Load() }
 
+// PeakAnonRSS is the highest anonymous resident memory (RssAnon from /proc: the heap,
+// stacks and other private memory, without the binary's file-backed pages) sampled every
+// rssSampleInterval before Stop or Kill. Unlike PeakRSS it is a sample, not a kernel
+// high-water mark, so a peak shorter than the interval can be missed. It tells a
+// process's own memory from its binary's size: a larger binary maps more file pages.
+func (p *Process) PeakAnonRSS() int64 { return p.peakAnon.Load() }
+
 // CPUTime is the user plus system CPU time the process used, once it has ended (CPU
 // times, unlike maxrss, start at zero in the child); 0 while it runs.
 func (p *Process) CPUTime() time.Duration {
@@ -311,7 +320,7 @@ func (p *Process) sampleRSS() {
 	}
 }
 
-// readRSS reads VmHWM once and keeps it if it is the highest so far.
+// readRSS reads VmHWM and RssAnon once and keeps each if it is the highest so far.
 func (p *Process) readRSS() {
 	if p.stopping.Load() {
 		return
@@ -322,17 +331,21 @@ func (p *Process) readRSS() {
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
-		if len(f) < 2 || f[0] != "VmHWM:" {
+		if len(f) < 2 || (f[0] != "VmHWM:" && f[0] != "RssAnon:") {
 			continue
 		}
 		kb, err := strconv.ParseInt(f[1], 10, 64)
 		if err != nil {
-			return
+			continue
+		}
+		peak := &p.peakRSS
+		if f[0] == "RssAnon:" {
+			peak = &p.peakAnon
 		}
 		for {
-			cur := p.peakRSS.Load()
-			if kb*1024 <= cur || p.peakRSS.CompareAndSwap(cur, kb*1024) {
-				return
+			cur := peak.Load()
+			if kb*1024 <= cur || peak.CompareAndSwap(cur, kb*1024) {
+				break
 			}
 		}
 	}

@@ -162,6 +162,9 @@ func TestStopAfterReady(t *testing.T) {
 			if p.PeakRSS() < 1<<20 {
 				t.Errorf("PeakRSS = %d bytes, want at least 1 MiB (read from /proc/<pid>/status)", p.PeakRSS())
 			}
+			if anon := p.PeakAnonRSS(); anon <= 0 || anon > p.PeakRSS() {
+				t.Errorf("PeakAnonRSS = %d bytes, want more than 0 and at most PeakRSS %d", anon, p.PeakRSS())
+			}
 		})
 	}
 }

@@ -170,6 +170,16 @@ func (t *Tracker) LastSeen() int64 {
 // uses it with maxInFlightPerPartition for backpressure and with 1 to drain before a
 // partition is released. Only one goroutine may wait at a time.
 func (t *Tracker) WaitBelow(ctx context.Context, n int) error {
+	return t.WaitForRoom(ctx, n, n)
+}
+
+// WaitForRoom returns at once when fewer than limit records are in flight; otherwise it
+// blocks until fewer than resume (at most limit) are, or ctx ends. A resume below limit
+// is hysteresis for backpressure: a reader held at the limit is woken once per
+// limit-resume acks rather than once per ack, and then adds that many records in a
+// row. Only one goroutine may wait at a time.
+func (t *Tracker) WaitForRoom(ctx context.Context, limit, resume int) error {
+	n := limit
 	for {
 		t.mu.Lock()
 		if t.live < n {
@@ -177,6 +187,7 @@ func (t *Tracker) WaitBelow(ctx context.Context, n int) error {
 			t.mu.Unlock()
 			return nil
 		}
+		n = max(min(resume, limit), 1)
 		t.waitBelow = n
 		t.mu.Unlock()
 		select {

@@ -338,3 +338,54 @@ func TestAdvanceIdle(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitForRoomHysteresis checks that a reader held at the limit is let go only once
+// fewer than resume records are in flight, and passes at once below the limit.
+func TestWaitForRoomHysteresis(t *testing.T) {
+	const limit, resume = 8, 4
+	tr := New(limit)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var tickets []Ticket
+	for off := int64(0); off < limit; off++ {
+		if err := tr.WaitForRoom(ctx, limit, resume); err != nil {
+			t.Fatalf("WaitForRoom below the limit, at %d in flight: %v", off, err)
+		}
+		tickets = append(tickets, tr.Add(off, 1))
+	}
+	released := make(chan int, 1)
+	go func() {
+		if err := tr.WaitForRoom(ctx, limit, resume); err != nil {
+			t.Errorf("WaitForRoom at the limit: %v", err)
+		}
+		released <- tr.InFlight()
+	}()
+	// Wait until the reader is blocked, so that the acks below cannot come first.
+	for waiting := false; !waiting; {
+		tr.mu.Lock()
+		waiting = tr.waitBelow != 0
+		tr.mu.Unlock()
+		if ctx.Err() != nil {
+			t.Fatal("the reader never blocked at the limit")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Acks that leave limit-1 .. resume records in flight must not release the reader;
+	// the one that leaves resume-1 must.
+	for i, tk := range tickets[:limit-resume+1] {
+		select {
+		case n := <-released:
+			t.Fatalf("released with %d in flight after %d acks, want fewer than %d", n, i, resume)
+		case <-time.After(20 * time.Millisecond):
+		}
+		tr.Ack(tk)
+	}
+	select {
+	case n := <-released:
+		if n != resume-1 {
+			t.Errorf("released with %d in flight, want %d", n, resume-1)
+		}
+	case <-ctx.Done():
+		t.Fatal("the reader was not released below resume")
+	}
+}

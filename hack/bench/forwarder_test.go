@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// TestForwarderAgainstKfake checks that the bare forwarder copies every record once,
+// into the source partition, with its key and headers, and stops cleanly.
+func TestForwarderAgainstKfake(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const parts, records = 4, 3000
+	g := newRecordGen(100)
+	var addrs [][]string
+	for _, name := range []string{"test-source", "test-target"} {
+		c, err := startCluster(name, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		admin, err := sarama.NewClusterAdmin(c.ListenAddrs(), saramaTestConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.CreateTopic(dataTopic, &sarama.TopicDetail{NumPartitions: parts, ReplicationFactor: -1}, false); err != nil {
+			t.Fatal(err)
+		}
+		_ = admin.Close()
+		addrs = append(addrs, c.ListenAddrs())
+	}
+	if _, err := preload(ctx, addrs[0], g, dataTopic, parts, 0, records); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := engineConfig(engineSpec{name: "forwarder", noDataLoss: true}, addrs[0], addrs[1], "test-forwarder", dataTopic, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := unquoteTopic(regexp.QuoteMeta(dataTopic)); got != dataTopic {
+		t.Fatalf("unquoteTopic(QuoteMeta(%q)) = %q", dataTopic, got)
+	}
+	fctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- forward(fctx, cfg) }()
+
+	counter, err := newTargetCounter(addrs[1], dataTopic, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer counter.close()
+	for {
+		n, err := counter.count()
+		if err == nil && n >= records {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the forwarder returned before the target held every record: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("the target holds %d of %d records (err %v)", n, records, err)
+		case <-time.After(pollInterval):
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("forward = %v, want nil after a stop", err)
+	}
+	for p := int32(0); p < parts; p++ {
+		o, err := counter.client.GetOffset(dataTopic, p, sarama.OffsetNewest)
+		if err != nil || o != records/parts {
+			t.Errorf("target partition %d holds %d records (err %v), want %d: lost or duplicated", p, o, err, records/parts)
+		}
+	}
+	c, err := sarama.NewConsumer(addrs[1], saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pc, err := c.ConsumePartition(dataTopic, 1, sarama.OffsetOldest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	select {
+	case m := <-pc.Messages():
+		// Record 1 of the workload is the first in partition 1.
+		if string(m.Key) != string(g.key(1)) || len(m.Headers) != 2 || string(m.Headers[0].Key) != headerSeq || string(m.Headers[0].Value) != string(seqBytes(1)) {
+			t.Errorf("first record of partition 1 = key %q headers %d, want key %q with 2 headers, seq 1", m.Key, len(m.Headers), g.key(1))
+		}
+	case <-ctx.Done():
+		t.Fatal("no record read back from the target")
+	}
+}
+
+// TestForwarderTargets checks the comparison with the forwarder: the ratios are medians
+// of the rounds' own ratios, and each goal of issue 18 is judged on its side of the line.
+func TestForwarderTargets(t *testing.T) {
+	res := func(name string, steadyRPS float64, cpu float64, rss int64, startup, startToSteady float64) *engineResult {
+		return &engineResult{Name: name, Records: 1000, Rate: rate{Records: int(steadyRPS * 100), Bytes: int64(steadyRPS*100) * 210, Elapsed: 100 * time.Second},
+			CPUPerMillion: cpu, MaxRSS: rss, StartupSeconds: startup, StartToSteady: startToSteady}
+	}
+	r := newReport(options{records: 1000, bigRecords: 5000})
+	// Engine / forwarder throughput over the rounds: 1.10, 0.95, 1.02 (median 1.02);
+	// CPU 1.05, 1.20, 1.08 (median 1.08); RSS 0.9, 1.1, 1.0 (median 1.0).
+	for _, x := range []struct{ tp, cpu, rss float64 }{{1.10, 1.05, 0.9}, {0.95, 1.20, 1.1}, {1.02, 1.08, 1.0}} {
+		rd := round{
+			ProduceLimit: limitResult{Rate: rate{Records: 100, Elapsed: time.Second}},
+			ConsumeLimit: limitResult{Rate: rate{Records: 200, Elapsed: time.Second}},
+			Pipe:         limitResult{Rate: rate{Records: 100, Elapsed: time.Second}},
+			Engine:       res("engine", 100*x.tp, 5*x.cpu, int64(100*x.rss)<<20, 0.4, 0.93),
+			EngineFast:   res("engine-fast", 100, 5, 0, 0, 0), EngineCEL: res("engine-cel", 100, 5, 0, 0, 0),
+			Forwarder: res("forwarder", 100, 5, 100<<20, 0.3, 0.95),
+		}
+		rd.computeRatios()
+		r.Rounds = append(r.Rounds, rd)
+	}
+	// The engine slows to 0.90 x at 5,000 records, but the forwarder to 0.92 x: the
+	// brokers' slowdown, within 0.95 x of it.
+	r.Big = res("big", 100*1.02*0.90, 5, 100<<20, 0.4, 0.9)
+	r.BigForwarder = res("forwarder", 100*0.92, 5, 100<<20, 0.3, 0.9)
+	r.finish()
+	s := r.Summary
+	if !near(s.EngineToForwarder, 1.02) || !near(s.EngineCPUToForwarder, 1.08) || !near(s.EngineRSSToForwarder, 1.0) {
+		t.Errorf("engine/forwarder = %.3f, CPU %.3f, RSS %.3f; want 1.02, 1.08, 1.00", s.EngineToForwarder, s.EngineCPUToForwarder, s.EngineRSSToForwarder)
+	}
+	if !near(s.BigToEngine, 0.90) || !near(s.BigForwarderToForwarder, 0.92) {
+		t.Errorf("big/1M = %.3f, forwarder %.3f; want 0.90, 0.92", s.BigToEngine, s.BigForwarderToForwarder)
+	}
+	want := map[string]bool{
+		"Throughput against the bare forwarder":                true,
+		"CPU per record against the bare forwarder":            true,
+		"Peak RSS at 1,000 records against the bare forwarder": true,
+		"First record mirrored after the start":                true,
+		"Rate from the start to the last record":               true,
+		"Rate at 5,000 vs 1,000 records":                       true,
+	}
+	seen := 0
+	for _, tg := range r.Targets {
+		met, ok := want[tg.Name]
+		if !ok {
+			continue
+		}
+		seen++
+		if tg.Met != met {
+			t.Errorf("%s: met = %v (%s), want %v", tg.Name, tg.Met, tg.Value, met)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("found %d of the %d forwarder targets: %+v", seen, len(want), r.Targets)
+	}
+	// A slower engine misses the throughput goal.
+	r.Rounds[2].Engine.Rate.Records = 9900
+	r.Rounds[0].Engine.Rate.Records = 9000
+	for i := range r.Rounds {
+		r.Rounds[i].computeRatios()
+	}
+	r.Targets = nil
+	r.finish()
+	for _, tg := range r.Targets {
+		if tg.Name == "Throughput against the bare forwarder" && tg.Met {
+			t.Errorf("throughput 0.99 x the forwarder met the goal: %s", tg.Value)
+		}
+	}
+}
+
+func near(a, b float64) bool { return a > b-0.005 && a < b+0.005 }
