@@ -41,6 +41,9 @@ type KafkaMirrorReconciler struct {
 	// applied remembers what was last applied to each child, so an unchanged child is
 	// not written again.
 	applied appliedObjects
+	// sourceIndexed is set by SetupWithManager once the cache indexes KafkaMirrors by
+	// source bootstrap server (sourceServerIndex).
+	sourceIndexed bool
 }
 
 // Least privilege: server-side apply needs create and patch (no update); the status is
