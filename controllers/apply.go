@@ -27,7 +27,7 @@ import (
 // the Deployment then keeps the config hash it has, so that a missing Secret or a
 // failed read does not roll pods that are running with what they mounted.
 func (r *KafkaMirrorReconciler) applyChildren(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config, files secretFiles) (*appsv1.Deployment, error) {
-	mirrorYAML, err := config.Marshal(cfg)
+	mirrorYAML, err := r.rendered.mirrorYAML(m, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("while rendering mirror.yaml: %w", err)
 	}

@@ -43,6 +43,11 @@ type KafkaMirrorReconciler struct {
 	applied appliedObjects
 	// autoscalers remembers the lag samples and recommendations of autoscaled mirrors.
 	autoscalers autoscaleStates
+	// rendered remembers each KafkaMirror's config for its current generation.
+	rendered renderedConfigs
+	// sourceIndexed is set by SetupWithManager once the cache indexes KafkaMirrors by
+	// source bootstrap server (sourceServerIndex).
+	sourceIndexed bool
 }
 
 // Least privilege: server-side apply needs create and patch (no update); the status is
@@ -100,7 +105,7 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		// Paused by the annotation: no child, no Kafka; the status says so.
 		return ctrl.Result{}, nil
 	}
-	if obs.config, obs.invalid = validate(m); obs.invalid == nil {
+	if obs.config, obs.invalid = r.rendered.validate(m); obs.invalid == nil {
 		obs.invalid = checkReach(m, r.AllowedBootstrapServers)
 	}
 	if obs.invalid == nil {
@@ -172,6 +177,7 @@ func (r *KafkaMirrorReconciler) forget(key types.NamespacedName) {
 	m := &v1alpha1.KafkaMirror{}
 	m.Namespace, m.Name = key.Namespace, key.Name
 	r.applied.forget(key.Namespace, configMapName(m), deploymentName(m), serviceName(m), pdbName(m))
+	r.rendered.forget(key)
 	forgetLag(key.Namespace, key.Name)
 	forgetGroups(key.Namespace, key.Name)
 	r.autoscalers.forget(key)

@@ -209,6 +209,17 @@ func (r *KafkaMirrorReconciler) SetupWithManager(mgr manager.Manager, o ManagerO
 	if err != nil {
 		return fmt.Errorf("while indexing KafkaMirrors by Secret: %w", err)
 	}
+	err = mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.KafkaMirror{}, sourceServerIndex, func(obj client.Object) []string {
+		m, ok := obj.(*v1alpha1.KafkaMirror)
+		if !ok {
+			return nil
+		}
+		return sourceServers(m)
+	})
+	if err != nil {
+		return fmt.Errorf("while indexing KafkaMirrors by source bootstrap server: %w", err)
+	}
+	r.sourceIndexed = true
 	clients := newKafkaClients()
 	r.syncs = newTopicSyncs(clients, mgr.GetLogger().WithName("topicsync"))
 	// The cached Kafka clients are closed when the manager stops.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
@@ -27,14 +30,58 @@ func (e *mirrorLoopError) Error() string {
 // checkMirrorLoop looks for a KafkaMirror (in any namespace) that closes a loop with m
 // (findMirrorLoop). A failed list is no spec error: it is returned as err.
 func (r *KafkaMirrorReconciler) checkMirrorLoop(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config) (loop, err error) {
-	var all v1alpha1.KafkaMirrorList
-	if err := r.List(ctx, &all); err != nil {
-		return nil, fmt.Errorf("while listing KafkaMirrors to look for a mirror loop: %w", err)
+	others, err := r.loopCandidates(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	if e := findMirrorLoop(m, cfg, all.Items); e != nil {
+	if e := findMirrorLoop(m, cfg, others); e != nil {
 		return e, nil
 	}
 	return nil, nil
+}
+
+// sourceServerIndex indexes KafkaMirrors by their source bootstrap servers (lower
+// case, as config.Cluster.SameClusterAs compares them).
+const sourceServerIndex = "spec.source.bootstrapServers"
+
+// sourceServers are the index values of sourceServerIndex for m.
+func sourceServers(m *v1alpha1.KafkaMirror) []string {
+	out := make([]string, 0, len(m.Spec.Source.BootstrapServers))
+	for _, s := range m.Spec.Source.BootstrapServers {
+		out = append(out, strings.ToLower(s))
+	}
+	return out
+}
+
+// loopCandidates lists the KafkaMirrors that may close a loop with cfg: only one whose
+// source is cfg's target can (topics.LoopTopic). Under the manager they are looked up
+// in the cache's sourceServerIndex, so a reconcile does not copy every KafkaMirror of
+// the cluster (at 1,000 KafkaMirrors that copy was a third of the operator's CPU while
+// they were created); without the index (a reconciler built on a plain client) all
+// are listed.
+func (r *KafkaMirrorReconciler) loopCandidates(ctx context.Context, cfg *config.Config) ([]v1alpha1.KafkaMirror, error) {
+	if !r.sourceIndexed {
+		var all v1alpha1.KafkaMirrorList
+		if err := r.List(ctx, &all); err != nil {
+			return nil, fmt.Errorf("while listing KafkaMirrors to look for a mirror loop: %w", err)
+		}
+		return all.Items, nil
+	}
+	var out []v1alpha1.KafkaMirror
+	seen := map[string]bool{}
+	for _, s := range cfg.Target.BootstrapServers {
+		var list v1alpha1.KafkaMirrorList
+		if err := r.List(ctx, &list, client.MatchingFields{sourceServerIndex: strings.ToLower(s)}); err != nil {
+			return nil, fmt.Errorf("while listing KafkaMirrors to look for a mirror loop: %w", err)
+		}
+		for _, o := range list.Items {
+			if key := o.Namespace + "/" + o.Name; !seen[key] {
+				seen[key] = true
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
 }
 
 // findMirrorLoop returns a *mirrorLoopError when one of others mirrors m's target back

@@ -37,7 +37,14 @@ var imagePullReasons = map[string]bool{
 // diagnosePods explains a Deployment that is not ready from its pods and its own
 // conditions. It lists the pods uncached (the operator keeps no Pod cache) and only when
 // d is not ready, so a healthy fleet costs nothing. nil means "still starting".
+//
+// A Deployment whose status has never been written (observedGeneration 0) has not been
+// acted on by the Deployment controller yet: it has no ReplicaSet and so no pods, and
+// nothing is listed. That is every Deployment in the reconcile that creates it.
 func diagnosePods(ctx context.Context, r client.Reader, m *v1alpha1.KafkaMirror, d *appsv1.Deployment) (*podProblem, error) {
+	if d != nil && d.Status.ObservedGeneration == 0 {
+		return nil, nil
+	}
 	var pods corev1.PodList
 	err := r.List(ctx, &pods, client.InNamespace(m.Namespace),
 		client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(selectorLabels(m))}, client.Limit(podsToInspect))

@@ -32,7 +32,8 @@ type options struct {
 	settle       time.Duration
 	out          string
 	label        string
-	cpuProfile   string
+	profile      bool
+	workers      int
 }
 
 func main() {
@@ -45,7 +46,8 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "wait after the hanging KafkaMirrors are created, before the spec change")
 	flag.StringVar(&o.out, "out", "docs/benchmarks/operator.md", "markdown file whose section for this run (by --label) is replaced; empty prints only")
 	flag.StringVar(&o.label, "label", "", "section name in --out; default: the number of mirrors")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the steady-state window to this file")
+	flag.BoolVar(&o.profile, "profile", false, "write CPU profiles of the operator process during creation and the steady-state window ("+profileDir+"/operator-{create,steady}-cpu.pprof) and of kube-apiserver over the first 40 s of creation ("+profileDir+"/apiserver-create-cpu.pprof)")
+	flag.IntVar(&o.workers, "workers", 0, "the operator's MaxConcurrentReconciles; 0 keeps the operator's default")
 	flag.Parse()
 	if o.label == "" {
 		o.label = fmt.Sprintf("%d mirrors", o.mirrors)
