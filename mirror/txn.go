@@ -26,6 +26,13 @@ import (
 // transactionInterval: records, then the next source offset (TxnOffsetCommit), then
 // EndTxn. The source group's offset follows after each commit, for lag and people; it
 // is never read back while a target-side offset exists.
+//
+// With groups set, the records of a committed transaction are then shown to the offset
+// sync writer (offsetsync.go) in order, as the at-least-once path shows it each ack, so
+// that it decides when to write a sync the same way; a sync therefore never names a
+// record of a transaction that was aborted or never committed. With provenance on,
+// records are judged and stamped as on the at-least-once path (provenance.go); a
+// dropped record moves the offset inside its transaction like a filtered one.
 
 // Bounds of the transaction timeout the target enforces (txnTimeoutFor): an open
 // transaction of a process that died and whose partition nobody took over is aborted
@@ -220,12 +227,21 @@ type txnWriter struct {
 	producer sarama.AsyncProducer
 	acksDone chan struct{}
 
+	// syncs is on when the engine writes offset syncs: acks then record where each
+	// source offset landed (landed).
+	syncs bool
+
 	mu sync.Mutex
 	// sendErr is the first record of the open transaction that the target refused.
 	sendErr error
 	// acked and bytes count the open transaction's records the target acked.
 	acked, bytes int64
+	// landed holds, with syncs on, the open transaction's acked records in ack order.
+	landed []landing
 }
+
+// landing is where one source record landed on the target.
+type landing struct{ source, target int64 }
 
 // openTxnWriter opens the producer of tp's transactional id. Opening it is the fencing
 // step: InitProducerId with the same id bumps the epoch, so the previous owner's
@@ -253,7 +269,7 @@ func openTxnWriter(e *Engine, tp partitionKey) (*txnWriter, error) {
 		_ = client.Close()
 		return nil, fmt.Errorf("while opening the transactional producer %q on the target cluster: %w", id, err)
 	}
-	w := &txnWriter{id: id, client: client, producer: producer, acksDone: make(chan struct{})}
+	w := &txnWriter{id: id, client: client, producer: producer, acksDone: make(chan struct{}), syncs: e.syncs != nil}
 	go w.readAcks()
 	return w, nil
 }
@@ -271,6 +287,9 @@ func (w *txnWriter) readAcks() {
 			w.mu.Lock()
 			w.acked++
 			w.bytes += int64(encodedLen(m.Key) + encodedLen(m.Value))
+			if source, ok := m.Metadata.(int64); ok && w.syncs {
+				w.landed = append(w.landed, landing{source, m.Offset})
+			}
 			w.mu.Unlock()
 		case pe, ok := <-errs:
 			if !ok {
@@ -295,12 +314,12 @@ func encodedLen(enc sarama.Encoder) int {
 }
 
 // finished returns what the transaction just ended did and resets the counts.
-func (w *txnWriter) finished() (acked, bytes int64, err error) {
+func (w *txnWriter) finished() (acked, bytes int64, landed []landing, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	acked, bytes, err = w.acked, w.bytes, w.sendErr
-	w.acked, w.bytes, w.sendErr = 0, 0, nil
-	return acked, bytes, err
+	acked, bytes, landed, err = w.acked, w.bytes, w.landed, w.sendErr
+	w.acked, w.bytes, w.landed, w.sendErr = 0, 0, nil, nil
+	return acked, bytes, landed, err
 }
 
 // close closes the producer without ending its open transaction: whoever opens the
@@ -458,21 +477,39 @@ func (t *txnClaim) run(ctx context.Context, claim sarama.ConsumerGroupClaim) err
 	}
 }
 
-// send puts one source record's outputs into the open transaction.
+// send puts one source record's outputs into the open transaction. A record the
+// provenance drops, the handler filters or skips puts none, and its offset moves with
+// the transaction all the same.
 func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 	c := t.c
 	var msgs []*sarama.ProducerMessage
-	if c.e.passThrough {
+	// The provenance is judged on the record as read, before the handler chain, and
+	// stamped on every record the chain leaves (as mirrorRecord does).
+	pv := c.e.provenance
+	var stamp []byte
+	drop := dropNone
+	if pv != nil {
+		stamp, drop = pv.check(m.Headers)
+	}
+	switch {
+	case drop != dropNone:
+		c.part.dropped(drop)
+	case c.e.passThrough:
 		if err := c.awaitTarget(ctx, c.target, m.Partition); err != nil {
 			return err
 		}
 		pm := &sarama.ProducerMessage{Topic: c.target, Partition: m.Partition, Timestamp: m.Timestamp}
 		setKV(pm, m.Key, m.Value)
 		for _, h := range m.Headers {
-			pm.Headers = append(pm.Headers, *h)
+			if pv == nil || !pv.isHeader(h.Key) {
+				pm.Headers = append(pm.Headers, *h)
+			}
+		}
+		if stamp != nil {
+			pm.Headers = append(pm.Headers, pv.stampHeader(stamp))
 		}
 		msgs = append(msgs, pm)
-	} else {
+	default:
 		hs := make([]handler.Header, 0, len(m.Headers))
 		for _, h := range m.Headers {
 			hs = append(hs, handler.Header{Key: string(h.Key), Value: h.Value})
@@ -496,12 +533,22 @@ func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 			pm := &sarama.ProducerMessage{Topic: topic, Partition: out.Partition, Timestamp: out.Timestamp}
 			setKV(pm, out.Key, out.Value)
 			for _, h := range out.Headers {
-				pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+				if pv == nil || h.Key != pv.name {
+					pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+				}
+			}
+			if stamp != nil {
+				pm.Headers = append(pm.Headers, pv.stampHeader(stamp))
 			}
 			msgs = append(msgs, pm)
 		}
 	}
 	for _, pm := range msgs {
+		if t.w.syncs {
+			// The ack names the source offset (landed). Groups, which turns syncs on,
+			// refuses handlers that move a record to another partition.
+			pm.Metadata = m.Offset
+		}
 		select {
 		case t.w.producer.Input() <- pm:
 		case <-c.e.failed:
@@ -572,7 +619,7 @@ func (t *txnClaim) commit() error {
 	case <-t.ss.drain.Done():
 		return fmt.Errorf("while committing the transaction of %s/%d: %w", c.topic, c.part.partition, errDrainLimit)
 	}
-	acked, bytes, sendErr := t.w.finished()
+	acked, bytes, landed, sendErr := t.w.finished()
 	if err == nil {
 		err = sendErr
 	}
@@ -580,6 +627,11 @@ func (t *txnClaim) commit() error {
 		return fmt.Errorf("while committing the transaction of %s/%d up to offset %d: %w", c.topic, c.part.partition, t.next, err)
 	}
 	t.open = false
+	if s := e.syncs; s != nil {
+		for _, l := range landed {
+			s.observe(c.part, c.tracker, l.source, l.target)
+		}
+	}
 	c.tracker.Ack(t.ticket)
 	c.part.records.Add(acked)
 	c.part.bytes.Add(bytes)

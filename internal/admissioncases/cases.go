@@ -146,14 +146,6 @@ func Rejected() map[string]Case {
 			Field:   "spec.source.sasl.mechanism",
 			Message: `Unsupported value: "GSSAPI": supported values: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM"`,
 		},
-		"exactlyOnce with groups": {
-			Mutate: func(m *v1alpha1.KafkaMirror) {
-				m.Spec.Delivery = "exactlyOnce"
-				m.Spec.Groups = &v1alpha1.GroupsSpec{Include: []string{"app"}}
-			},
-			Field:   "spec",
-			Message: "delivery exactlyOnce does not yet support groups or provenance",
-		},
 		"SCRAM without a username": {
 			Mutate:  func(m *v1alpha1.KafkaMirror) { sasl(m).Username = "" },
 			Field:   "spec.source.sasl",
