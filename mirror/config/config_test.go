@@ -425,6 +425,13 @@ func TestValidate(t *testing.T) {
 				"noDataLoss: Invalid value: false: delivery exactlyOnce needs noDataLoss true",
 			},
 		},
+		"exactlyOnce with groups and provenance": {
+			mutate: func(c *Config) {
+				c.Delivery = DeliveryExactlyOnce
+				c.Groups = &Groups{Include: []string{"app"}, SyncInterval: Duration{Duration: time.Minute}}
+				c.Provenance = &Provenance{Enabled: true, Header: "h", MaxHops: 3}
+			},
+		},
 		"transactionInterval above the commit interval": {
 			mutate: func(c *Config) {
 				c.Delivery = DeliveryExactlyOnce
