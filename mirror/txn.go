@@ -238,6 +238,10 @@ type txnWriter struct {
 	acked, bytes int64
 	// landed holds, with syncs on, the open transaction's acked records in ack order.
 	landed []landing
+	// answered counts the open transaction's records with an ack or an error read;
+	// ackedCh signals each one (without waiting).
+	answered int64
+	ackedCh  chan struct{}
 }
 
 // landing is where one source record landed on the target.
@@ -269,7 +273,8 @@ func openTxnWriter(e *Engine, tp partitionKey) (*txnWriter, error) {
 		_ = client.Close()
 		return nil, fmt.Errorf("while opening the transactional producer %q on the target cluster: %w", id, err)
 	}
-	w := &txnWriter{id: id, client: client, producer: producer, acksDone: make(chan struct{}), syncs: e.syncs != nil}
+	w := &txnWriter{id: id, client: client, producer: producer, acksDone: make(chan struct{}), syncs: e.syncs != nil,
+		ackedCh: make(chan struct{}, 1)}
 	go w.readAcks()
 	return w, nil
 }
@@ -290,7 +295,9 @@ func (w *txnWriter) readAcks() {
 			if source, ok := m.Metadata.(int64); ok && w.syncs {
 				w.landed = append(w.landed, landing{source, m.Offset})
 			}
+			w.answered++
 			w.mu.Unlock()
+			w.signal()
 		case pe, ok := <-errs:
 			if !ok {
 				errs = nil
@@ -300,7 +307,43 @@ func (w *txnWriter) readAcks() {
 			if w.sendErr == nil {
 				w.sendErr = fmt.Errorf("while writing to target topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, pe.Err)
 			}
+			w.answered++
 			w.mu.Unlock()
+			w.signal()
+		}
+	}
+}
+
+func (w *txnWriter) signal() {
+	select {
+	case w.ackedCh <- struct{}{}:
+	default:
+	}
+}
+
+// ackWait bounds awaitAnswers: CommitTxn returned once the target acknowledged every
+// record, so their answers are only being handed over.
+const ackWait = 5 * time.Second
+
+// awaitAnswers waits until the open transaction's sent records all have their ack or
+// error read (CommitTxn can return before the last reaches readAcks), so that the
+// transaction's counts and landings are whole; at most ackWait, or until abort.
+func (w *txnWriter) awaitAnswers(sent int64, abort <-chan struct{}) {
+	limit := time.NewTimer(ackWait)
+	defer limit.Stop()
+	for {
+		w.mu.Lock()
+		n := w.answered
+		w.mu.Unlock()
+		if n >= sent {
+			return
+		}
+		select {
+		case <-w.ackedCh:
+		case <-abort:
+			return
+		case <-limit.C:
+			return
 		}
 	}
 }
@@ -318,7 +361,7 @@ func (w *txnWriter) finished() (acked, bytes int64, landed []landing, err error)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	acked, bytes, landed, err = w.acked, w.bytes, w.landed, w.sendErr
-	w.acked, w.bytes, w.landed, w.sendErr = 0, 0, nil, nil
+	w.acked, w.bytes, w.landed, w.sendErr, w.answered = 0, 0, nil, nil, 0
 	return acked, bytes, landed, err
 }
 
@@ -345,6 +388,8 @@ type txnClaim struct {
 	// count is the open transaction's source records; started when its first was read.
 	count   int
 	started time.Time
+	// sent counts the open transaction's records handed to the producer.
+	sent int64
 }
 
 // consumeClaimTxn is ConsumeClaim for delivery exactlyOnce.
@@ -469,7 +514,7 @@ func (t *txnClaim) run(ctx context.Context, claim sarama.ConsumerGroupClaim) err
 				if err := t.w.producer.BeginTxn(); err != nil {
 					return fmt.Errorf("while beginning a transaction: %w", err)
 				}
-				t.open, t.count, t.started = true, 0, time.Now()
+				t.open, t.count, t.sent, t.started = true, 0, 0, time.Now()
 				timer.Reset(max(0, interval-t.started.Sub(lastCommit)))
 			}
 			if err := t.send(ctx, m); err != nil {
@@ -591,6 +636,7 @@ func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 		}
 		select {
 		case t.w.producer.Input() <- pm:
+			t.sent++
 		case <-c.e.failed:
 			return errStopped
 		case <-t.ss.drain.Done():
@@ -658,6 +704,9 @@ func (t *txnClaim) commit() error {
 		return errStopped
 	case <-t.ss.drain.Done():
 		return fmt.Errorf("while committing the transaction of %s/%d: %w", c.topic, c.part.partition, errDrainLimit)
+	}
+	if err == nil {
+		t.w.awaitAnswers(t.sent, e.abortCh)
 	}
 	acked, bytes, landed, sendErr := t.w.finished()
 	if err == nil {
