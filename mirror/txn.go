@@ -314,6 +314,7 @@ func (w *txnWriter) readAcks() {
 	}
 }
 
+// signal tells awaitAnswers that one more answer was read, without waiting.
 func (w *txnWriter) signal() {
 	select {
 	case w.ackedCh <- struct{}{}:
