@@ -21,6 +21,8 @@ type demoOptions struct {
 	keepRunning bool
 	// activeActive plays the active-active scene instead (demo.RunActiveActive).
 	activeActive bool
+	// exactlyOnce runs the engine with delivery exactlyOnce (demo.Options.ExactlyOnce).
+	exactlyOnce bool
 }
 
 func newDemoCommand() *cobra.Command {
@@ -48,7 +50,12 @@ was broken. Ctrl-C stops everything cleanly at any time.
 With --active-active it plays another scene: clusters dc1 and dc2 both hold the topic
 orders, two engines mirror dc1 -> dc2 and dc2 -> dc1 under the same name with loop
 prevention (provenance) on, both clusters are written at once, and each is audited by
-record id: its own records and its peer's, each exactly once, none looped back.`,
+record id: its own records and its peer's, each exactly once, none looped back.
+
+With --exactly-once the engine runs with delivery exactlyOnce (records and source
+offsets in one target transaction per source partition) and the target is audited as a
+read_committed consumer reads it: after the kill -9 it must hold every record exactly
+once, so a single duplicate fails the demo.`,
 		Example: `  # The quick start (also: make demo), about 30 seconds
   kafka-mirror demo
 
@@ -59,7 +66,10 @@ record id: its own records and its peer's, each exactly once, none looped back.`
   kafka-mirror demo --keep-running
 
   # Two clusters mirroring the same topic into each other, without loops
-  kafka-mirror demo --active-active`,
+  kafka-mirror demo --active-active
+
+  # The kill scene with delivery exactlyOnce: 0 duplicates after the kill
+  kafka-mirror demo --exactly-once`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			records, err := o.recordCount(cmd.Flags().Changed("records"))
@@ -95,6 +105,7 @@ record id: its own records and its peer's, each exactly once, none looped back.`
 				Records:     records,
 				Rate:        o.rate,
 				KeepRunning: o.keepRunning,
+				ExactlyOnce: o.exactlyOnce,
 				Engine:      func(args ...string) *exec.Cmd { return exec.Command(self, args...) },
 				Out:         out,
 				TTY:         tty,
@@ -116,7 +127,9 @@ record id: its own records and its peer's, each exactly once, none looped back.`
 	f.BoolVar(&o.keepRunning, "keep-running", false, "after the report, keep the clusters up, print their addresses and wait for Ctrl-C")
 	f.BoolVar(&o.activeActive, "active-active", false, "play the active-active scene: two clusters mirror the same topic into each other with loop prevention, both written at once")
 	cmd.MarkFlagsMutuallyExclusive("records", "duration")
+	f.BoolVar(&o.exactlyOnce, "exactly-once", false, "run the engine with delivery exactlyOnce and audit the target read_committed: the report must show 0 duplicates after the kill")
 	cmd.MarkFlagsMutuallyExclusive("active-active", "keep-running")
+	cmd.MarkFlagsMutuallyExclusive("active-active", "exactly-once")
 	return cmd
 }
 

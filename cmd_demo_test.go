@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,13 +38,32 @@ func kafkaMirror(args ...string) *exec.Cmd {
 }
 
 // TestDemo runs the whole quick start with small numbers, the way `make demo` does, and
-// checks the exit code and the verification report it prints.
+// checks the exit code and the verification report it prints; with --exactly-once the
+// report, read read_committed, must show 0 duplicates after the kill.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two embedded clusters and the engine for about 20 seconds")
 	}
+	for name, tc := range map[string]struct {
+		args []string
+		want []string
+	}{
+		"at least once": {want: []string{"PASSED: nothing lost"}},
+		"exactly once": {args: []string{"--exactly-once"}, want: []string{
+			"delivery exactlyOnce: records and source offsets in one target transaction per source partition every 100ms",
+			"fences the killed engine and aborts its open transactions",
+			"extra copies after 1 kill -9, read read_committed (delivery exactlyOnce)",
+			"PASSED: nothing lost, nothing duplicated (read_committed, delivery exactlyOnce)",
+		}},
+	} {
+		t.Run(name, func(t *testing.T) { testDemo(t, tc.args, tc.want) })
+	}
+}
+
+func testDemo(t *testing.T, args, wantLines []string) {
 	const records = 3000
-	cmd := kafkaMirror("demo", "--records", strconv.Itoa(records), "--rate", "600")
+	exactlyOnce := slices.Contains(args, "--exactly-once")
+	cmd := kafkaMirror(append([]string{"demo", "--records", strconv.Itoa(records), "--rate", "600"}, args...)...)
 	// The demo keeps its config and engine log in a new directory under TMPDIR.
 	cmd.Env = append(cmd.Env, "TMPDIR="+t.TempDir())
 	var out bytes.Buffer
@@ -84,6 +104,9 @@ func TestDemo(t *testing.T) {
 	if report["out of order"] != 0 {
 		t.Errorf("out of order = %d, want 0", report["out of order"])
 	}
+	if _, ok := report["duplicated"]; exactlyOnce && (!ok || report["duplicated"] != 0) {
+		t.Errorf("duplicated = %d (reported: %v), want 0 with --exactly-once", report["duplicated"], ok)
+	}
 	// About a tenth of the records carry the skip header; the filter must drop exactly
 	// those, and every other record must be on the target.
 	if f := report["filtered"]; f < records/20 || f > records/5 {
@@ -100,8 +123,12 @@ func TestDemo(t *testing.T) {
 		"orders.tmp.scratch not on the target",
 		"The mirror committed group orders-app's translated offsets to the target",
 		"(0 skipped)",
-		"PASSED: nothing lost",
 	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the demo's output lacks %q", want)
+		}
+	}
+	for _, want := range wantLines {
 		if !strings.Contains(text, want) {
 			t.Errorf("the demo's output lacks %q", want)
 		}
@@ -227,6 +254,15 @@ func TestDemoResultErr(t *testing.T) {
 		"failover skipped records": {
 			result:  demo.Result{Audit: audit.Report{Total: good}, Topics: inSync, ExpectedFiltered: 10, Failover: &demo.FailoverResult{Expected: 50, Skipped: 3}},
 			wantErr: "group orders-app skipped 3 records when it moved to the target",
+		},
+		"duplicates with exactly-once": {
+			result:  demo.Result{Audit: audit.Report{Total: good}, Topics: inSync, ExpectedFiltered: 10, ExactlyOnce: true},
+			wantErr: "7 duplicates seen by a read_committed reader with delivery exactlyOnce",
+		},
+		"failover copies with exactly-once": {
+			result: demo.Result{Audit: audit.Report{Total: func() audit.PartitionReport { p := good; p.Duplicated = 0; return p }()}, Topics: inSync,
+				ExpectedFiltered: 10, ExactlyOnce: true, Failover: &demo.FailoverResult{Expected: 50, Copies: 2}},
+			wantErr: "group orders-app read 2 extra copies on the target with delivery exactlyOnce",
 		},
 		"out of order": {
 			result:  demo.Result{Audit: audit.Report{Total: func() audit.PartitionReport { p := good; p.OutOfOrder = 1; return p }()}, Topics: inSync, ExpectedFiltered: 10},

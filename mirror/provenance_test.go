@@ -141,7 +141,15 @@ func splitByProvenance(t *testing.T, got targetContent, from string) (local, mir
 // back to where it was produced; each mirror drops exactly the other side's copies of
 // its own records; and both mirrors' lag settles at 0 with their commits at the end of
 // every partition (dropped records are committed like filtered ones).
-func TestActiveActiveIdenticalNames(t *testing.T) {
+func TestActiveActiveIdenticalNames(t *testing.T) { activeActive(t, false) }
+
+// TestActiveActiveExactlyOnce is TestActiveActiveIdenticalNames with delivery
+// exactlyOnce, counted by read_committed readers: the transactional path stamps and
+// drops like the at-least-once one, and a dropped record's offset is committed inside
+// its transaction.
+func TestActiveActiveExactlyOnce(t *testing.T) { activeActive(t, true) }
+
+func activeActive(t *testing.T, exactlyOnce bool) {
 	const (
 		partitions = 2
 		initial    = 100 // records per partition on each side before the mirrors start
@@ -151,8 +159,13 @@ func TestActiveActiveIdenticalNames(t *testing.T) {
 	wa.produce(t, c.source, initial)
 	wb.produce(t, c.target, initial)
 
-	ab := startEngine(t, c.testConfig(t, withProvenance("a-to-b", nil)), testLogger(t))
-	ba := startEngine(t, c.testConfig(t, withProvenance("b-to-a", nil), reversed), testLogger(t))
+	configFor := c.testConfig
+	read := readTarget
+	if exactlyOnce {
+		configFor, read = c.exactlyOnceConfig, readTargetCommitted
+	}
+	ab := startEngine(t, configFor(t, withProvenance("a-to-b", nil)), testLogger(t))
+	ba := startEngine(t, configFor(t, withProvenance("b-to-a", nil), reversed), testLogger(t))
 	stopA := wa.background(t, c.source, 10, 20*time.Millisecond)
 	stopB := wb.background(t, c.target, 10, 20*time.Millisecond)
 	// Both sides are written while both mirrors run: each must mirror the records
@@ -173,7 +186,7 @@ func TestActiveActiveIdenticalNames(t *testing.T) {
 		{"A", c.source, wa, wb, clusterB},
 		{"B", c.target, wb, wa, clusterA},
 	} {
-		got := readTarget(t, side.cl, testTopic, total, time.Second, 60*time.Second)
+		got := read(t, side.cl, testTopic, total, time.Second, 60*time.Second)
 		local, mirrored := splitByProvenance(t, got, side.peerID)
 		own := audit(t, side.own, local, true, true)
 		peer := audit(t, side.peer, mirrored, true, true)

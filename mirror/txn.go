@@ -26,6 +26,13 @@ import (
 // transactionInterval: records, then the next source offset (TxnOffsetCommit), then
 // EndTxn. The source group's offset follows after each commit, for lag and people; it
 // is never read back while a target-side offset exists.
+//
+// With groups set, the records of a committed transaction are then shown to the offset
+// sync writer (offsetsync.go) in order, as the at-least-once path shows it each ack, so
+// that it decides when to write a sync the same way; a sync therefore never names a
+// record of a transaction that was aborted or never committed. With provenance on,
+// records are judged and stamped as on the at-least-once path (provenance.go); a
+// dropped record moves the offset inside its transaction like a filtered one.
 
 // Bounds of the transaction timeout the target enforces (txnTimeoutFor): an open
 // transaction of a process that died and whose partition nobody took over is aborted
@@ -220,12 +227,25 @@ type txnWriter struct {
 	producer sarama.AsyncProducer
 	acksDone chan struct{}
 
+	// syncs is on when the engine writes offset syncs: acks then record where each
+	// source offset landed (landed).
+	syncs bool
+
 	mu sync.Mutex
 	// sendErr is the first record of the open transaction that the target refused.
 	sendErr error
 	// acked and bytes count the open transaction's records the target acked.
 	acked, bytes int64
+	// landed holds, with syncs on, the open transaction's acked records in ack order.
+	landed []landing
+	// answered counts the open transaction's records with an ack or an error read;
+	// ackedCh signals each one (without waiting).
+	answered int64
+	ackedCh  chan struct{}
 }
+
+// landing is where one source record landed on the target.
+type landing struct{ source, target int64 }
 
 // openTxnWriter opens the producer of tp's transactional id. Opening it is the fencing
 // step: InitProducerId with the same id bumps the epoch, so the previous owner's
@@ -253,7 +273,8 @@ func openTxnWriter(e *Engine, tp partitionKey) (*txnWriter, error) {
 		_ = client.Close()
 		return nil, fmt.Errorf("while opening the transactional producer %q on the target cluster: %w", id, err)
 	}
-	w := &txnWriter{id: id, client: client, producer: producer, acksDone: make(chan struct{})}
+	w := &txnWriter{id: id, client: client, producer: producer, acksDone: make(chan struct{}), syncs: e.syncs != nil,
+		ackedCh: make(chan struct{}, 1)}
 	go w.readAcks()
 	return w, nil
 }
@@ -271,7 +292,12 @@ func (w *txnWriter) readAcks() {
 			w.mu.Lock()
 			w.acked++
 			w.bytes += int64(encodedLen(m.Key) + encodedLen(m.Value))
+			if source, ok := m.Metadata.(int64); ok && w.syncs {
+				w.landed = append(w.landed, landing{source, m.Offset})
+			}
+			w.answered++
 			w.mu.Unlock()
+			w.signal()
 		case pe, ok := <-errs:
 			if !ok {
 				errs = nil
@@ -281,7 +307,44 @@ func (w *txnWriter) readAcks() {
 			if w.sendErr == nil {
 				w.sendErr = fmt.Errorf("while writing to target topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, pe.Err)
 			}
+			w.answered++
 			w.mu.Unlock()
+			w.signal()
+		}
+	}
+}
+
+// signal tells awaitAnswers that one more answer was read, without waiting.
+func (w *txnWriter) signal() {
+	select {
+	case w.ackedCh <- struct{}{}:
+	default:
+	}
+}
+
+// ackWait bounds awaitAnswers: CommitTxn returned once the target acknowledged every
+// record, so their answers are only being handed over.
+const ackWait = 5 * time.Second
+
+// awaitAnswers waits until the open transaction's sent records all have their ack or
+// error read (CommitTxn can return before the last reaches readAcks), so that the
+// transaction's counts and landings are whole; at most ackWait, or until abort.
+func (w *txnWriter) awaitAnswers(sent int64, abort <-chan struct{}) {
+	limit := time.NewTimer(ackWait)
+	defer limit.Stop()
+	for {
+		w.mu.Lock()
+		n := w.answered
+		w.mu.Unlock()
+		if n >= sent {
+			return
+		}
+		select {
+		case <-w.ackedCh:
+		case <-abort:
+			return
+		case <-limit.C:
+			return
 		}
 	}
 }
@@ -295,12 +358,12 @@ func encodedLen(enc sarama.Encoder) int {
 }
 
 // finished returns what the transaction just ended did and resets the counts.
-func (w *txnWriter) finished() (acked, bytes int64, err error) {
+func (w *txnWriter) finished() (acked, bytes int64, landed []landing, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	acked, bytes, err = w.acked, w.bytes, w.sendErr
-	w.acked, w.bytes, w.sendErr = 0, 0, nil
-	return acked, bytes, err
+	acked, bytes, landed, err = w.acked, w.bytes, w.landed, w.sendErr
+	w.acked, w.bytes, w.landed, w.sendErr, w.answered = 0, 0, nil, nil, 0
+	return acked, bytes, landed, err
 }
 
 // close closes the producer without ending its open transaction: whoever opens the
@@ -326,6 +389,8 @@ type txnClaim struct {
 	// count is the open transaction's source records; started when its first was read.
 	count   int
 	started time.Time
+	// sent counts the open transaction's records handed to the producer.
+	sent int64
 }
 
 // consumeClaimTxn is ConsumeClaim for delivery exactlyOnce.
@@ -406,6 +471,17 @@ func (t *txnClaim) failed(session context.Context, log logr.Logger, err error) {
 // run mirrors the claim in transactions until the session ends (then the open
 // transaction is committed within the drain limit) or the engine fails or is aborted
 // (then it is left open). It returns the error of a transaction that failed.
+//
+// Commits start at most once per transactionInterval, on a cadence kept from the last
+// one: a transaction is committed transactionInterval after the previous commit began,
+// or at once when that is past (its first record came after a quiet spell, or the
+// previous commit took longer than the interval). Timing it from its own first record
+// instead made a record read while the previous commit ran wait for that commit, a
+// whole interval and its own commit: the end-to-end p99 of the exactly-once bench was
+// about the interval plus two commits. Before a commit the transaction takes every
+// record already waiting (sendReady), so that a commit slower than the interval (a
+// target 100 ms away) still commits the records that came meanwhile together, not one
+// per transaction.
 func (t *txnClaim) run(ctx context.Context, claim sarama.ConsumerGroupClaim) error {
 	e := t.c.e
 	msgs := claim.Messages()
@@ -413,6 +489,8 @@ func (t *txnClaim) run(ctx context.Context, claim sarama.ConsumerGroupClaim) err
 	timer := time.NewTimer(interval)
 	timer.Stop()
 	defer timer.Stop()
+	// lastCommit is when the last commit began; zero before the first.
+	var lastCommit time.Time
 	for {
 		var m *sarama.ConsumerMessage
 		select {
@@ -437,8 +515,8 @@ func (t *txnClaim) run(ctx context.Context, claim sarama.ConsumerGroupClaim) err
 				if err := t.w.producer.BeginTxn(); err != nil {
 					return fmt.Errorf("while beginning a transaction: %w", err)
 				}
-				t.open, t.count, t.started = true, 0, time.Now()
-				timer.Reset(interval)
+				t.open, t.count, t.sent, t.started = true, 0, 0, time.Now()
+				timer.Reset(max(0, interval-t.started.Sub(lastCommit)))
 			}
 			if err := t.send(ctx, m); err != nil {
 				if errors.Is(err, context.Canceled) && !e.isFailed() {
@@ -451,6 +529,13 @@ func (t *txnClaim) run(ctx context.Context, claim sarama.ConsumerGroupClaim) err
 			}
 		}
 		if t.open {
+			if closed, err := t.sendReady(ctx, msgs); err != nil || closed {
+				if err == nil || (errors.Is(err, context.Canceled) && !e.isFailed()) {
+					return t.commit()
+				}
+				return err
+			}
+			lastCommit = time.Now()
 			if err := t.commit(); err != nil {
 				return err
 			}
@@ -458,21 +543,59 @@ func (t *txnClaim) run(ctx context.Context, claim sarama.ConsumerGroupClaim) err
 	}
 }
 
-// send puts one source record's outputs into the open transaction.
+// sendReady puts the records already waiting in msgs into the open transaction, up to
+// maxInFlightPerPartition, without waiting for more. closed reports that msgs was closed
+// (the partition consumer stopped).
+func (t *txnClaim) sendReady(ctx context.Context, msgs <-chan *sarama.ConsumerMessage) (closed bool, err error) {
+	for t.count < t.c.e.cfg.MaxInFlightPerPartition && ctx.Err() == nil {
+		select {
+		case m, more := <-msgs:
+			if !more {
+				return true, nil
+			}
+			if err := t.send(ctx, m); err != nil {
+				return false, err
+			}
+		default:
+			return false, nil
+		}
+	}
+	return false, nil
+}
+
+// send puts one source record's outputs into the open transaction. A record the
+// provenance drops, the handler filters or skips puts none, and its offset moves with
+// the transaction all the same.
 func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 	c := t.c
 	var msgs []*sarama.ProducerMessage
-	if c.e.passThrough {
+	// The provenance is judged on the record as read, before the handler chain, and
+	// stamped on every record the chain leaves (as mirrorRecord does).
+	pv := c.e.provenance
+	var stamp []byte
+	drop := dropNone
+	if pv != nil {
+		stamp, drop = pv.check(m.Headers)
+	}
+	switch {
+	case drop != dropNone:
+		c.part.dropped(drop)
+	case c.e.passThrough:
 		if err := c.awaitTarget(ctx, c.target, m.Partition); err != nil {
 			return err
 		}
 		pm := &sarama.ProducerMessage{Topic: c.target, Partition: m.Partition, Timestamp: m.Timestamp}
 		setKV(pm, m.Key, m.Value)
 		for _, h := range m.Headers {
-			pm.Headers = append(pm.Headers, *h)
+			if pv == nil || !pv.isHeader(h.Key) {
+				pm.Headers = append(pm.Headers, *h)
+			}
+		}
+		if stamp != nil {
+			pm.Headers = append(pm.Headers, pv.stampHeader(stamp))
 		}
 		msgs = append(msgs, pm)
-	} else {
+	default:
 		hs := make([]handler.Header, 0, len(m.Headers))
 		for _, h := range m.Headers {
 			hs = append(hs, handler.Header{Key: string(h.Key), Value: h.Value})
@@ -496,14 +619,25 @@ func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 			pm := &sarama.ProducerMessage{Topic: topic, Partition: out.Partition, Timestamp: out.Timestamp}
 			setKV(pm, out.Key, out.Value)
 			for _, h := range out.Headers {
-				pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+				if pv == nil || h.Key != pv.name {
+					pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+				}
+			}
+			if stamp != nil {
+				pm.Headers = append(pm.Headers, pv.stampHeader(stamp))
 			}
 			msgs = append(msgs, pm)
 		}
 	}
 	for _, pm := range msgs {
+		if t.w.syncs {
+			// The ack names the source offset (landed). Groups, which turns syncs on,
+			// refuses handlers that move a record to another partition.
+			pm.Metadata = m.Offset
+		}
 		select {
 		case t.w.producer.Input() <- pm:
+			t.sent++
 		case <-c.e.failed:
 			return errStopped
 		case <-t.ss.drain.Done():
@@ -572,7 +706,10 @@ func (t *txnClaim) commit() error {
 	case <-t.ss.drain.Done():
 		return fmt.Errorf("while committing the transaction of %s/%d: %w", c.topic, c.part.partition, errDrainLimit)
 	}
-	acked, bytes, sendErr := t.w.finished()
+	if err == nil {
+		t.w.awaitAnswers(t.sent, e.abortCh)
+	}
+	acked, bytes, landed, sendErr := t.w.finished()
 	if err == nil {
 		err = sendErr
 	}
@@ -580,6 +717,11 @@ func (t *txnClaim) commit() error {
 		return fmt.Errorf("while committing the transaction of %s/%d up to offset %d: %w", c.topic, c.part.partition, t.next, err)
 	}
 	t.open = false
+	if s := e.syncs; s != nil {
+		for _, l := range landed {
+			s.observe(c.part, c.tracker, l.source, l.target)
+		}
+	}
 	c.tracker.Ack(t.ticket)
 	c.part.records.Add(acked)
 	c.part.bytes.Add(bytes)

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,13 +10,14 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
 // exactlyOnceConfig is the test config with delivery exactlyOnce.
-func (c *testClusters) exactlyOnceConfig(t *testing.T, mutate ...func(*config.Config)) *config.Config {
+func (c *testClusters) exactlyOnceConfig(t testing.TB, mutate ...func(*config.Config)) *config.Config {
 	t.Helper()
 	return c.testConfig(t, append([]func(*config.Config){func(cfg *config.Config) {
 		cfg.Delivery = config.DeliveryExactlyOnce
@@ -297,6 +299,143 @@ func TestExactlyOnceTargetOutage(t *testing.T) {
 	if n := r.e.txn.failed.Load(); n != 0 {
 		t.Fatalf("%d transactions failed during a 5 s outage, want 0 (they retry for deliveryTimeout, 20 s)", n)
 	}
+	// Every committed record is counted once its ack was read, even one whose ack
+	// reached the ack reader after CommitTxn returned.
+	if n := r.e.Stats().Records; n != int64(res.records) {
+		t.Fatalf("the engine counted %d records mirrored, the target holds %d (each once)", n, res.records)
+	}
 	t.Logf("5 s target outage: %d transactions failed; %d records, 0 lost, 0 duplicates",
 		r.e.txn.failed.Load(), res.records)
+}
+
+// TestExactlyOnceGroupFailover is TestGroupCheckpointsFailover in exactly-once mode,
+// with a kill: a source application group reads part of a topic written in
+// transactions (aborted ones and markers leave offset gaps) and commits; the mirror runs
+// with a 25% filter and translates the group, is killed while records flow (its open
+// transactions left open) and restarted. Every offset sync it wrote names a record a
+// read_committed reader sees (a sync is written only for a committed transaction), the
+// translation of the source group's offset is exact, and a read_committed consumer
+// moved to the target at the translated offsets reads every record after the source
+// group's position exactly once: 0 skipped, 0 duplicates.
+func TestExactlyOnceGroupFailover(t *testing.T) {
+	const (
+		partitions = 2
+		group      = "app"
+		syncEvery  = 300 * time.Millisecond
+	)
+	c := newClusters(t, partitions, kfake.SeedTopics(partitions, testTopic))
+	src := newFailoverSource(t, c.source, partitions)
+	src.produce(t, 6, 13)
+	visible := len(src.visible[0]) + len(src.visible[1])
+	appSeen := consumeAndCommit(t, c.source, group, visible/2)
+	src.produce(t, 6, 13)
+	appOffsets := testutil.CommittedOffsets(t, c.source.ListenAddrs(), group, testTopic, partitions)
+
+	cfg := c.exactlyOnceConfig(t, func(cfg *config.Config) {
+		cfg.Handlers = []config.HandlerSpec{{CEL: &config.CELHandler{Filter: "!('skip' in record.headers)"}}}
+		cfg.Groups = &config.Groups{Include: []string{group}, SyncInterval: config.Duration{Duration: syncEvery}}
+	})
+	first := startEngine(t, cfg, testLogger(t).WithName("first"))
+	waitForCheckpoint(t, cfg, group, partitions)
+	// More records while the first mirror runs; it is killed right after a source
+	// transaction, once it committed a few of its own meanwhile (so most likely with
+	// one open).
+	from := first.e.txn.committed.Load()
+	deadline := time.Now().Add(60 * time.Second)
+	for first.e.txn.committed.Load() < from+3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first mirror committed %d transactions in 60 s while records flowed, want 3", first.e.txn.committed.Load()-from)
+		}
+		src.produce(t, 1, 13)
+	}
+	first.e.Abort()
+	if err := first.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("Run after Abort = %v, want nil", err)
+	}
+	firstSyncs, leftOpen := first.e.Stats().OffsetSyncs, first.e.txn.leftOpen.Load()
+	src.produce(t, 6, 13)
+
+	second := startEngine(t, cfg, testLogger(t).WithName("second"))
+	passing := 0
+	for p := range int32(partitions) {
+		passing += len(src.passing[p])
+	}
+	got := readTargetCommitted(t, c.target, testTopic, passing, 2*time.Second, 2*time.Minute)
+	waitForCheckpoint(t, cfg, group, partitions)
+	if err := second.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if s := second.e.Stats(); s.OffsetSyncs == 0 || s.OffsetSyncsDropped != 0 || firstSyncs == 0 {
+		t.Fatalf("offset syncs written %d before the kill, %d after, %d dropped: want some, some, none", firstSyncs, s.OffsetSyncs, s.OffsetSyncsDropped)
+	}
+
+	// Every sync names a record a read_committed reader sees.
+	visibleAt := map[int32]map[int64]bool{}
+	for p, recs := range got {
+		visibleAt[p] = map[int64]bool{}
+		for _, r := range recs {
+			visibleAt[p][r.Offset] = true
+		}
+	}
+	syncRecs := readTarget(t, c.target, OffsetSyncTopic(cfg.ConsumerGroup), 1, time.Second, 30*time.Second)
+	nSyncs := 0
+	for _, r := range syncRecs[0] {
+		tp, kerr := parseOffsetSyncKey(r.Key)
+		s, verr := decodeOffsetSync(r.Value)
+		if err := errors.Join(kerr, verr); err != nil {
+			t.Fatal(err)
+		}
+		if !visibleAt[tp.partition][s.TargetOffset] {
+			t.Fatalf("offset sync %+v of %v names target offset %d, which no read_committed reader sees (an aborted or open transaction's record)", s, tp, s.TargetOffset)
+		}
+		nSyncs++
+	}
+
+	tr, err := TranslateGroup(context.Background(), cfg, group, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targetCommitted := testutil.CommittedOffsets(t, c.target.ListenAddrs(), group, testTopic, partitions)
+	for _, pt := range tr.Partitions {
+		if !pt.Exact || pt.SourceOffset != appOffsets[pt.Partition] || pt.TargetOffset != targetCommitted[pt.Partition] {
+			t.Fatalf("translation %+v: want exact, from the source group's %d, as committed on the target (%d)",
+				pt, appOffsets[pt.Partition], targetCommitted[pt.Partition])
+		}
+	}
+
+	// The moved group reads (read_committed) from its translated offsets: the records
+	// at or after them of what a read_committed reader sees. The whole topic holds each
+	// passing record once.
+	missing, duplicates, wholeDuplicates := 0, 0, 0
+	for p := range int32(partitions) {
+		once, after := map[int]bool{}, map[int]bool{}
+		for _, r := range got[p] {
+			_, i := recordID(t, r)
+			if !src.passing[p][i] {
+				t.Fatalf("partition %d: the target holds record %d, which the mirror must not have written", p, i)
+			}
+			if once[i] {
+				wholeDuplicates++
+			}
+			once[i] = true
+			if r.Offset < targetCommitted[p] {
+				continue
+			}
+			if after[i] || appSeen[p][i] {
+				duplicates++
+			}
+			after[i] = true
+		}
+		for i := range src.passing[p] {
+			if !appSeen[p][i] && !after[i] {
+				missing++
+				t.Errorf("partition %d: record %d was after the source group's position and the moved group never read it", p, i)
+			}
+		}
+	}
+	t.Logf("killed once (%d transactions left open); %d offset syncs, each naming a committed record; moved group starts at %v: missing %d, duplicates %d, duplicates in the whole topic %d",
+		leftOpen, nSyncs, targetCommitted, missing, duplicates, wholeDuplicates)
+	if missing != 0 || duplicates != 0 || wholeDuplicates != 0 {
+		t.Fatalf("missing %d, duplicates %d after the translated offsets, %d in the whole topic: want 0, 0, 0", missing, duplicates, wholeDuplicates)
+	}
 }

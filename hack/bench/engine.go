@@ -34,6 +34,8 @@ type engineSpec struct {
 	// partial means the source topic holds more records than the run waits for, so the
 	// target may pass the wanted count between two polls without duplicates.
 	partial bool
+	// delivery is the config's delivery; "" means the default (atLeastOnce).
+	delivery config.Delivery
 }
 
 // engineConfig renders the config of one engine run: topic from source to target under
@@ -51,6 +53,7 @@ func engineConfig(spec engineSpec, source, target []string, group, topic, metric
 		Streams:                 spec.streams,
 		MaxInFlightPerPartition: spec.maxInFlight,
 		MaxInFlightBytes:        spec.maxInFlightBytes,
+		Delivery:                spec.delivery,
 		Metrics:                 config.Metrics{Address: metricsAddr},
 	}
 	if spec.filter != "" {

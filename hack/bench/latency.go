@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
 // latencyResult is the replication latency at a fixed moderate rate.
@@ -40,10 +41,15 @@ const warmup = 2 * time.Second
 // target and times each from send to read. That is the latency a consumer of the
 // target sees: source produce, engine fetch, target produce and ack, target fetch.
 func (b *bench) latency(ctx context.Context) (latencyResult, error) {
+	return b.latencyOf(ctx, engineSpec{name: "latency", noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight})
+}
+
+// latencyOf is latency for the engine spec; with delivery exactlyOnce the probe reads
+// read_committed, as a consumer of that mode's guarantee does.
+func (b *bench) latencyOf(ctx context.Context, spec engineSpec) (latencyResult, error) {
 	res := latencyResult{Rate: b.o.latencyRate, EngineP50Ms: -1, EngineP99Ms: -1}
-	err := b.withTarget(ctx, "latency", 0, latencyTopic, func(target []string) error {
-		spec := engineSpec{name: "latency", noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight}
-		p, addr, err := b.launch(b.engineBin, spec, "latency", latencyTopic, target)
+	err := b.withTarget(ctx, spec.name, 0, latencyTopic, func(target []string) error {
+		p, addr, err := b.launch(b.engineBin, spec, spec.name, latencyTopic, target)
 		if err != nil {
 			return err
 		}
@@ -51,7 +57,7 @@ func (b *bench) latency(ctx context.Context) (latencyResult, error) {
 			stopEngine(p, syscall.SIGKILL, 5*time.Second)
 			return err
 		}
-		lat, err := b.probe(ctx, p, target)
+		lat, err := b.probe(ctx, p, target, spec.delivery == config.DeliveryExactlyOnce)
 		if err != nil {
 			stopEngine(p, syscall.SIGKILL, 5*time.Second)
 			return err
@@ -63,7 +69,7 @@ func (b *bench) latency(ctx context.Context) (latencyResult, error) {
 			}
 		}
 		if u := stopEngine(p, syscall.SIGTERM, time.Minute); u.ExitErr != nil {
-			return fmt.Errorf("the latency engine did not stop cleanly: %w; last log lines:\n%s", u.ExitErr, p.LogTail(logTailLines))
+			return fmt.Errorf("the %s engine did not stop cleanly: %w; last log lines:\n%s", spec.name, u.ExitErr, p.LogTail(logTailLines))
 		}
 		res.Records = len(lat)
 		res.P50Ms = percentile(lat, 0.50)
@@ -73,15 +79,15 @@ func (b *bench) latency(ctx context.Context) (latencyResult, error) {
 		return nil
 	})
 	if err == nil {
-		b.logf("  latency at %d records/s: p50 %.1f ms, p99 %.1f ms, max %.1f ms (engine histogram p50 %.1f ms, p99 %.1f ms)",
-			res.Rate, res.P50Ms, res.P99Ms, res.MaxMs, res.EngineP50Ms, res.EngineP99Ms)
+		b.logf("  %s at %d records/s: p50 %.1f ms, p99 %.1f ms, max %.1f ms (engine histogram p50 %.1f ms, p99 %.1f ms)",
+			spec.name, res.Rate, res.P50Ms, res.P99Ms, res.MaxMs, res.EngineP50Ms, res.EngineP99Ms)
 	}
 	return res, err
 }
 
 // probe produces at the configured rate and returns the latencies, in milliseconds, of
-// the records sent after the warm-up.
-func (b *bench) probe(ctx context.Context, p *engineproc.Process, target []string) ([]float64, error) {
+// the records sent after the warm-up; readCommitted reads the target read_committed.
+func (b *bench) probe(ctx context.Context, p *engineproc.Process, target []string, readCommitted bool) ([]float64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	prod, err := kgo.NewClient(
@@ -94,11 +100,16 @@ func (b *bench) probe(ctx context.Context, p *engineproc.Process, target []strin
 		return nil, fmt.Errorf("while creating the latency producer: %w", err)
 	}
 	defer prod.Close()
+	isolation := kgo.ReadUncommitted()
+	if readCommitted {
+		isolation = kgo.ReadCommitted()
+	}
 	reader, err := kgo.NewClient(
 		kgo.SeedBrokers(target...),
 		kgo.ConsumeTopics(latencyTopic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.FetchIsolationLevel(isolation),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("while creating the latency reader: %w", err)

@@ -40,6 +40,7 @@ type options struct {
 	quick          bool
 	skipEngine     bool
 	keepLogs       bool
+	exactlyOnce    bool
 }
 
 func parseOptions(args []string) (options, error) {
@@ -69,6 +70,7 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.profileFilter, "profile-filter", false, "profile the engine with the CEL filter rather than without handlers")
 	fs.BoolVar(&o.quick, "quick", false, "a small run of about a minute, for trying the benchmark out: 100k records, one round, short latency and throttle runs")
 	fs.BoolVar(&o.skipEngine, "skip-engine", false, "measure only the broker-bound limit")
+	fs.BoolVar(&o.exactlyOnce, "exactly-once", true, "also measure the engine with delivery exactlyOnce against at-least-once, and its latency read_committed")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the engine configs and logs (they are kept anyway when a run fails)")
 	if err := fs.Parse(args); err != nil {
 		return o, err

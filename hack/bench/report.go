@@ -313,6 +313,7 @@ type report struct {
 	Targets   []target       `json:"targets"`
 	Rounds    []round        `json:"rounds"`
 	Latency   *latencyResult `json:"latency,omitempty"`
+	EOS       *eosResult     `json:"exactlyOnce,omitempty"`
 	Big       *engineResult  `json:"big,omitempty"`
 	// BigForwarder is the forwarder over the big run's records.
 	BigForwarder *engineResult     `json:"bigForwarder,omitempty"`
@@ -436,6 +437,7 @@ func (r *report) finish() {
 		})
 	}
 	r.Targets = append(r.Targets, r.groupsTargets()...)
+	r.Targets = append(r.Targets, r.exactlyOnceTargets()...)
 }
 
 func medianOf[T any](xs []T, f func(T) float64) float64 {
@@ -520,6 +522,7 @@ func (r *report) tableRows() [][]string {
 		rows = append(rows, []string{fmt.Sprintf("replication latency at %d records/s: p50 / p99 / max", l.Rate),
 			"", "", fmt.Sprintf("%.1f / %.1f / %.1f ms", l.P50Ms, l.P99Ms, l.MaxMs), "", ""})
 	}
+	rows = append(rows, r.exactlyOnceRows()...)
 	return rows
 }
 
@@ -596,6 +599,7 @@ func (r *report) markdown(w io.Writer) {
 		}
 		writeMarkdownTable(w, t)
 	}
+	r.exactlyOnceMarkdown(w)
 	if p := r.Profile; p != nil {
 		fmt.Fprintf(w, "\n## Profile\n\nCPU, allocation, half-way in-use heap and mutex profiles of one engine run (no-data-loss, %s records%s): `%s`, `%s`, `%s`, `%s` (not committed; `make bench PROFILE=1` writes them).\n\n",
 			fmtCount(p.Records), map[bool]string{true: ", filter `" + p.Filter + "`"}[p.Filter != ""], p.CPUProfile, p.AllocProfile, p.HeapProfile, p.MutexProfile)

@@ -162,6 +162,9 @@ func (b *bench) measure(ctx context.Context, rep *report) error {
 		}
 		rep.Latency = &lat
 	}
+	if err := b.measureExactlyOnce(ctx, rep); err != nil {
+		return err
+	}
 	if b.o.bigRecords > 0 {
 		more := b.o.bigRecords - b.o.records
 		b.logf("Topping the source topic up by %d records to %d", more, b.o.bigRecords)

@@ -147,14 +147,6 @@ func Rejected() map[string]Case {
 			Field:   "spec.source.sasl.mechanism",
 			Message: `Unsupported value: "GSSAPI": supported values: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM"`,
 		},
-		"exactlyOnce with groups": {
-			Mutate: func(m *v1alpha1.KafkaMirror) {
-				m.Spec.Delivery = "exactlyOnce"
-				m.Spec.Groups = &v1alpha1.GroupsSpec{Include: []string{"app"}}
-			},
-			Field:   "spec",
-			Message: "delivery exactlyOnce does not yet support groups or provenance",
-		},
 		"autoscaling minReplicas above maxReplicas": {
 			Mutate: func(m *v1alpha1.KafkaMirror) {
 				m.Spec.Autoscaling = &v1alpha1.AutoscalingSpec{MinReplicas: ptr.To[int32](3), MaxReplicas: 2}

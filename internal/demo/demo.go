@@ -56,6 +56,9 @@ type Options struct {
 	// WorkDir holds the rendered mirror.yaml and the engine's log. Default a new
 	// temporary directory, left in place so that the log can be read afterwards.
 	WorkDir string
+	// ExactlyOnce runs the engine with delivery exactlyOnce and audits the target as a
+	// read_committed consumer: then a duplicate breaks the promise too.
+	ExactlyOnce bool
 }
 
 // The demo's topics: different partition counts, one topic expanded mid-run, one
@@ -92,6 +95,9 @@ type Result struct {
 	Elapsed time.Duration
 	// Failover is what the failover scene found (nil when it did not run).
 	Failover *FailoverResult
+	// ExactlyOnce is set when the engine ran with delivery exactlyOnce and the target
+	// was read read_committed.
+	ExactlyOnce bool
 }
 
 // TopicResult is one mirrored topic's partition counts at the end.
@@ -106,8 +112,9 @@ type TopicResult struct {
 
 // Err says what promise was broken, or nil: nothing lost, the filter dropped exactly
 // the marked records and nothing else, order and partitions kept, records unaltered,
-// partition counts in sync, the excluded topic left alone. Duplicates are allowed: after
-// a kill -9 the records acked by the target but not yet committed are mirrored again.
+// partition counts in sync, the excluded topic left alone. Duplicates are allowed at
+// least once (after a kill -9 the records acked by the target but not yet committed are
+// mirrored again), not with ExactlyOnce.
 func (r *Result) Err() error {
 	var problems []string
 	t := r.Audit.Total
@@ -119,6 +126,9 @@ func (r *Result) Err() error {
 	}
 	if t.OutOfOrder > 0 {
 		problems = append(problems, fmt.Sprintf("%d records out of order", t.OutOfOrder))
+	}
+	if r.ExactlyOnce && t.Duplicated > 0 {
+		problems = append(problems, fmt.Sprintf("%d duplicates seen by a read_committed reader with delivery exactlyOnce", t.Duplicated))
 	}
 	if t.WrongPartition > 0 {
 		problems = append(problems, fmt.Sprintf("%d records in the wrong partition", t.WrongPartition))
@@ -137,6 +147,9 @@ func (r *Result) Err() error {
 	if f := r.Failover; f != nil && f.Skipped > 0 {
 		problems = append(problems, fmt.Sprintf("group %s skipped %d records when it moved to the target", appGroup, f.Skipped))
 	}
+	if f := r.Failover; f != nil && r.ExactlyOnce && f.Copies > 0 {
+		problems = append(problems, fmt.Sprintf("group %s read %d extra copies on the target with delivery exactlyOnce", appGroup, f.Copies))
+	}
 	if len(problems) == 0 {
 		return nil
 	}
@@ -150,7 +163,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	d := &demo{opts: opts, start: time.Now(), http: &http.Client{}, result: &Result{}, failed: make(chan error, 1)}
+	d := &demo{opts: opts, start: time.Now(), http: &http.Client{}, result: &Result{ExactlyOnce: opts.ExactlyOnce}, failed: make(chan error, 1)}
 	d.view = newView(opts.Out, opts.TTY, opts.Width, d.start)
 	defer d.close()
 
@@ -296,6 +309,9 @@ func (d *demo) mirrorConfig() *config.Config {
 		Metrics:              config.Metrics{Address: d.metricsAddr},
 		Groups:               &config.Groups{Include: []string{appGroup}, SyncInterval: config.Duration{Duration: groupSyncInterval}},
 	}
+	if d.opts.ExactlyOnce {
+		cfg.Delivery = config.DeliveryExactlyOnce
+	}
 	cfg.Default()
 	return cfg
 }
@@ -352,6 +368,11 @@ func (d *demo) writeConfig(context.Context) error {
 	d.logPath = filepath.Join(dir, "engine.log")
 	if d.log, err = os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
 		return fmt.Errorf("while creating the engine log: %w", err)
+	}
+	if cfg.ExactlyOnce() {
+		d.view.event("Wrote the engine's config to %s (filter: %s; delivery exactlyOnce: records and source offsets in one target transaction per source partition every %s).",
+			d.configPath, celFilter, cfg.TransactionInterval.Duration)
+		return nil
 	}
 	d.view.event("Wrote the engine's config to %s (filter: %s; commit every %s).", d.configPath, celFilter, cfg.OffsetCommitInterval.Duration)
 	return nil
@@ -489,7 +510,11 @@ func (d *demo) killAndRestart(ctx context.Context, killAt int64) error {
 		return err
 	}
 	d.result.Kills++
-	d.view.event("Killed the engine with SIGKILL (pid %d): no drain, no final commit, ~%.0f records in flight dropped from its memory.", p.Pid(), inflight)
+	if d.opts.ExactlyOnce {
+		d.view.event("Killed the engine with SIGKILL (pid %d): no drain, no final commit, its open transactions left open on the target.", p.Pid())
+	} else {
+		d.view.event("Killed the engine with SIGKILL (pid %d): no drain, no final commit, ~%.0f records in flight dropped from its memory.", p.Pid(), inflight)
+	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -501,6 +526,10 @@ func (d *demo) killAndRestart(ctx context.Context, killAt int64) error {
 	d.mu.Lock()
 	d.restartedAt = time.Now()
 	d.mu.Unlock()
+	if d.opts.ExactlyOnce {
+		d.view.event("Restarted the engine: opening each partition's transactional id fences the killed engine and aborts its open transactions; it resumes from the source offsets committed in the last target transactions.")
+		return nil
+	}
 	d.view.event("Restarted the engine: it resumes from the last committed offsets; records acked but not committed before the kill are mirrored again.")
 	return nil
 }
@@ -656,7 +685,7 @@ func (d *demo) stopEngine(context.Context) error {
 
 func (d *demo) verify(ctx context.Context) error {
 	d.view.event("Reading the target back with an independent client (franz-go) to audit it against every record the source acknowledged...")
-	mirrored, err := audit.ReadAll(ctx, d.dstBrokers, d.produced.Topics(), audit.ReadOptions{Timeout: time.Minute})
+	mirrored, err := audit.ReadAll(ctx, d.dstBrokers, d.produced.Topics(), audit.ReadOptions{Timeout: time.Minute, ReadCommitted: d.opts.ExactlyOnce})
 	if err != nil {
 		return fmt.Errorf("while reading the target back: %w", err)
 	}
@@ -695,7 +724,11 @@ func (d *demo) printReport() {
 	line("mirrored", t.Mirrored, "distinct records on the target, same partition, unaltered")
 	line("filtered", t.Filtered, fmt.Sprintf("dropped by the filter %s (%s carry the skip header)", celFilter, count(int64(r.ExpectedFiltered))))
 	line("lost", t.Lost, "acknowledged by the source, kept by the filter, missing on the target")
-	line("duplicated", t.Duplicated, fmt.Sprintf("extra copies after %d kill -9 (acked by the target, not yet committed)", r.Kills))
+	if r.ExactlyOnce {
+		line("duplicated", t.Duplicated, fmt.Sprintf("extra copies after %d kill -9, read read_committed (delivery exactlyOnce)", r.Kills))
+	} else {
+		line("duplicated", t.Duplicated, fmt.Sprintf("extra copies after %d kill -9 (acked by the target, not yet committed)", r.Kills))
+	}
 	line("out of order", t.OutOfOrder, "per source partition")
 	var parts []string
 	for _, tr := range r.Topics {
@@ -714,6 +747,8 @@ func (d *demo) printReport() {
 	}
 	if err := r.Err(); err != nil {
 		fmt.Fprintf(&b, "\nFAILED: %v\n", err)
+	} else if r.ExactlyOnce {
+		b.WriteString("\nPASSED: nothing lost, nothing duplicated (read_committed, delivery exactlyOnce), the filter dropped exactly the marked records, order and partitions kept.\n")
 	} else {
 		b.WriteString("\nPASSED: nothing lost, the filter dropped exactly the marked records, order and partitions kept.\n")
 	}

@@ -425,15 +425,11 @@ func TestValidate(t *testing.T) {
 				"noDataLoss: Invalid value: false: delivery exactlyOnce needs noDataLoss true",
 			},
 		},
-		"exactlyOnce with groups or provenance": {
+		"exactlyOnce with groups and provenance": {
 			mutate: func(c *Config) {
 				c.Delivery = DeliveryExactlyOnce
 				c.Groups = &Groups{Include: []string{"app"}, SyncInterval: Duration{Duration: time.Minute}}
 				c.Provenance = &Provenance{Enabled: true, Header: "h", MaxHops: 3}
-			},
-			want: []string{
-				"groups: Forbidden: not yet supported with delivery exactlyOnce: offset syncs are written from the at-least-once path only",
-				"provenance.enabled: Forbidden: not yet supported with delivery exactlyOnce: the transactional path does not stamp or check provenance headers",
 			},
 		},
 		"transactionInterval above the commit interval": {

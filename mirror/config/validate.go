@@ -359,13 +359,6 @@ func (c *Config) validateDelivery(root *field.Path) field.ErrorList {
 	if !c.NoDataLossEnabled() {
 		errs = append(errs, field.Invalid(root.Child("noDataLoss"), false, "delivery exactlyOnce needs noDataLoss true"))
 	}
-	// The transactional path does not yet write offset syncs or provenance headers.
-	if c.Groups != nil {
-		errs = append(errs, field.Forbidden(root.Child("groups"), "not yet supported with delivery exactlyOnce: offset syncs are written from the at-least-once path only"))
-	}
-	if c.ProvenanceEnabled() {
-		errs = append(errs, field.Forbidden(root.Child("provenance", "enabled"), "not yet supported with delivery exactlyOnce: the transactional path does not stamp or check provenance headers"))
-	}
 	switch iv := c.TransactionInterval.Duration; {
 	case iv <= 0:
 		errs = append(errs, field.Invalid(root.Child("transactionInterval"), c.TransactionInterval.String(), "must be a positive duration"))

