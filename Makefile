@@ -41,8 +41,10 @@ build: ## Build bin/kafka-mirror.
 
 ##@ Test
 .PHONY: test
-test: envtest helm promtool controller-gen ## Run every test: unit, kfake end-to-end, envtest controller, chart, dashboard and alerts.
+test: build envtest helm promtool controller-gen ## Run every test: unit, kfake end-to-end, envtest controller, chart, dashboard, alerts, autoscaling with engine processes.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest.sh)" HELM="$(HELM)" go test -timeout $(TEST_TIMEOUT) ./...
+	# Autoscaling on lag with the operator on envtest and engines as processes (also in make e2e).
+	KAFKA_MIRROR_BIN="$(CURDIR)/bin/kafka-mirror" KUBEBUILDER_ASSETS="$$(bash hack/envtest.sh)" go test -tags e2e -timeout $(TEST_TIMEOUT) -count=1 -run '^TestAutoscaleOnLag$$' ./test/e2e/
 	cd hack/image && go test -timeout $(TEST_TIMEOUT) ./...
 	cd hack/monitoring && KUBEBUILDER_ASSETS="$$(bash ../envtest.sh)" PROMTOOL="$(PROMTOOL)" CONTROLLER_GEN="$(CONTROLLER_GEN)" go test -timeout $(TEST_TIMEOUT) ./...
 
