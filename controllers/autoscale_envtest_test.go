@@ -69,14 +69,15 @@ func TestAutoscalingInTheCluster(t *testing.T) {
 	waitEvent(t, ns, name, v1alpha1.ReasonScaledDown, "scaled down from 3 to 2 replicas")
 
 	// kubectl scale changes spec.replicas, which autoscaling ignores.
-	scale := &autoscalingv1.Scale{}
-	if err := env.client.SubResource("scale").Get(ctx, m, scale); err != nil {
-		t.Fatal(err)
-	}
-	scale.Spec.Replicas = 3
-	if err := env.client.SubResource("scale").Update(ctx, m, client.WithSubResourceBody(scale)); err != nil {
-		t.Fatal(err)
-	}
+	// Read and write again on a conflict, as kubectl does: the operator writes status.
+	testutil.Eventually(t, 90*time.Second, func() error {
+		scale := &autoscalingv1.Scale{}
+		if err := env.client.SubResource("scale").Get(ctx, m, scale); err != nil {
+			return err
+		}
+		scale.Spec.Replicas = 3
+		return env.client.SubResource("scale").Update(ctx, m, client.WithSubResourceBody(scale))
+	})
 	time.Sleep(3 * testSyncInterval) // a few decisions
 	replicas(2)
 

@@ -115,7 +115,7 @@ func TestRecordTooLarge(t *testing.T) {
 	}
 	missing := s.assertCommittedDelivered(before, m, nil)
 	if e.running() {
-		e.stop(time.Minute)
+		e.settle(settleGrace)
 	}
 	rep := audit.Audit(before, m, audit.Options{})
 	t.Logf("engine reported: %s", line)
@@ -184,12 +184,7 @@ func TestSourceRecordsDeleted(t *testing.T) {
 		t.Errorf("the engine did not report the deleted records of e2e.orders/0 (%d..%d) within a minute; tail:\n%s", committed, deleteTo, e.logTail(15))
 	}
 	targetAfter := s.dst.endOffsets(t, s.topics)["e2e.orders"][0]
-	exited, code := !e.running(), 0
-	if exited {
-		code = e.exitCode()
-	} else {
-		e.stop(time.Minute)
-	}
+	exited, code := e.settle(settleGrace)
 	t.Logf("engine reported: %s", line)
 	s.figures(audit.Report{}, map[string]any{"committed": committed, "deleted_to": deleteTo, "reported": line != "",
 		"target_before": targetBefore, "target_after": targetAfter, "engine_exited": exited, "exit_code": code})

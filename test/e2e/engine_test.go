@@ -124,6 +124,19 @@ func (e *engine) waitExit(timeout time.Duration) (int, bool) {
 	}
 }
 
+// settle is for an engine that has just reported an error it may stop on: it waits up
+// to grace for the engine to exit by itself, and stops it with SIGTERM if it is still
+// running then (an engine that retries instead). Checking running() at once raced with
+// an engine that was exiting: the SIGTERM found it stopping on its fatal error, code 1.
+func (e *engine) settle(grace time.Duration) (exited bool, code int) {
+	e.t.Helper()
+	if code, ok := e.waitExit(grace); ok {
+		return true, code
+	}
+	e.stop(time.Minute)
+	return false, 0
+}
+
 // exitCode is the exit code once the process has ended (-1 for a signal).
 func (e *engine) exitCode() int { return e.ExitCode() }
 

@@ -27,6 +27,10 @@ const (
 	commitInterval  = time.Second
 	maxInFlight     = 500 // per partition
 	completeTimeout = 3 * time.Minute
+
+	// settleGrace is how long an engine that reported a fatal error gets to exit by
+	// itself before the test stops it (engine.settle).
+	settleGrace = 10 * time.Second
 )
 
 func stdTopics() map[string]int32 {
