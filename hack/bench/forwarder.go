@@ -125,16 +125,8 @@ func (h forwardHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sar
 			if !ok {
 				return nil
 			}
-			out := &sarama.ProducerMessage{
-				Topic: m.Topic, Partition: m.Partition, Timestamp: m.Timestamp,
-				Key: sarama.ByteEncoder(m.Key), Value: sarama.ByteEncoder(m.Value),
-				Headers: make([]sarama.RecordHeader, len(m.Headers)),
-			}
-			for i, hd := range m.Headers {
-				out.Headers[i] = *hd
-			}
 			select {
-			case h.in <- out:
+			case h.in <- forwarded(m):
 			case <-done:
 				return nil
 			}
@@ -286,4 +278,18 @@ func (r *report) forwarderMarkdown(w io.Writer) {
 		}
 	}
 	writeMarkdownTable(w, t)
+}
+
+// forwarded is m as the forwarder and the raw pipe write it: same topic, partition,
+// timestamp, key, value and headers, nothing else.
+func forwarded(m *sarama.ConsumerMessage) *sarama.ProducerMessage {
+	out := &sarama.ProducerMessage{
+		Topic: m.Topic, Partition: m.Partition, Timestamp: m.Timestamp,
+		Key: sarama.ByteEncoder(m.Key), Value: sarama.ByteEncoder(m.Value),
+		Headers: make([]sarama.RecordHeader, len(m.Headers)),
+	}
+	for i, h := range m.Headers {
+		out.Headers[i] = *h
+	}
+	return out
 }

@@ -267,16 +267,8 @@ func pipeLimit(ctx context.Context, cfg *config.Config, topic string, partitions
 			for {
 				select {
 				case m := <-pcons.Messages():
-					out := &sarama.ProducerMessage{
-						Topic: m.Topic, Partition: m.Partition, Timestamp: m.Timestamp,
-						Key: sarama.ByteEncoder(m.Key), Value: sarama.ByteEncoder(m.Value),
-						Headers: make([]sarama.RecordHeader, len(m.Headers)),
-					}
-					for i, h := range m.Headers {
-						out.Headers[i] = *h
-					}
 					select {
-					case p.Input() <- out:
+					case p.Input() <- forwarded(m):
 					case <-ctx.Done():
 						return
 					}
