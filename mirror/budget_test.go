@@ -5,8 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
 func TestInFlightBytesFor(t *testing.T) {
@@ -41,7 +44,7 @@ func TestInFlightBytesFor(t *testing.T) {
 func TestByteBudget(t *testing.T) {
 	ctx := context.Background()
 	never := make(chan struct{})
-	b := newByteBudget(100)
+	b := newInFlightBudget(100)
 	if err := b.acquire(ctx, never, 60); err != nil {
 		t.Fatal(err)
 	}
@@ -91,4 +94,75 @@ func TestByteBudget(t *testing.T) {
 		t.Fatalf("used %d, peak %d; want 500, 500", used, peak)
 	}
 	b.release(500)
+}
+
+// TestBudgetWakesWaitersBelowResume checks the hysteresis: a release that leaves the
+// budget above its resume level wakes nobody; the one that reaches it wakes the waiter,
+// which then takes what fits.
+func TestBudgetWakesWaitersBelowResume(t *testing.T) {
+	ctx := context.Background()
+	never := make(chan struct{})
+	b := newInFlightBudget(800) // resume 700
+	if err := b.acquire(ctx, never, 800); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- b.acquire(ctx, never, 10) }()
+	testutil.WaitFor(t, 10*time.Second, "the acquire to wait", func() bool { return b.waiters.Load() == 1 })
+	b.release(50) // 750 in use: room for 10, but above resume
+	select {
+	case err := <-got:
+		t.Fatalf("a release to 750 (resume 700) woke the waiter: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.release(50) // 700: at resume
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if used, peak := b.usage(); used != 710 || peak != 800 {
+		t.Fatalf("used %d, peak %d; want 710, 800", used, peak)
+	}
+}
+
+// TestBudgetUnderConcurrentUse takes and gives back from many goroutines at once (run
+// with -race): use never passes the limit, and everything given back leaves it at 0.
+func TestBudgetUnderConcurrentUse(t *testing.T) {
+	ctx := context.Background()
+	never := make(chan struct{})
+	const limit = 1000
+	b := newInFlightBudget(limit)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				n := int64(1 + (g*7+i)%100)
+				if err := b.acquire(ctx, never, n); err != nil {
+					t.Error(err)
+					return
+				}
+				if used, _ := b.usage(); used > limit {
+					t.Errorf("%d in use, limit %d", used, limit)
+				}
+				b.release(n)
+			}
+		}(g)
+	}
+	wg.Wait()
+	if used, peak := b.usage(); used != 0 || peak > limit {
+		t.Fatalf("used %d, peak %d after all releases; want 0, <= %d", used, peak, limit)
+	}
+}
+
+func TestInFlightRecordsFor(t *testing.T) {
+	for _, tc := range []struct{ perPartition, want int }{
+		{10000, inFlightRecordsPerProcess},
+		{1, inFlightRecordsPerProcess},
+		{100000, 100000},
+	} {
+		if got := inFlightRecordsFor(tc.perPartition); got != int64(tc.want) {
+			t.Errorf("inFlightRecordsFor(%d) = %d, want %d", tc.perPartition, got, tc.want)
+		}
+	}
 }

@@ -45,6 +45,9 @@ type claimState struct {
 	rec     handler.Record
 	outs    []*handler.Record
 	pending []*outMsg
+	// free is the claim's own cache of outMsgs to reuse, filled from and given back
+	// to the sender's outFreeList a batch at a time.
+	free []*outMsg
 	// via is the producer this claim sent its last record through (see sender.admit).
 	via route
 
@@ -118,6 +121,7 @@ func (s *stream) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Con
 	defer c.part.detach()
 
 	err := c.readLoop(sess.Context(), claim)
+	c.releaseFree()
 	if e.aborted.Load() {
 		return nil
 	}
@@ -230,7 +234,7 @@ func (c *claimState) mirrorRecord(ctx context.Context, m *sarama.ConsumerMessage
 		if err := c.awaitTarget(ctx, c.target, m.Partition); err != nil {
 			return err
 		}
-		o := c.s.getOut()
+		o := c.getOut()
 		o.msg.Topic = c.target
 		o.msg.Partition = m.Partition
 		o.msg.Timestamp = m.Timestamp
@@ -247,17 +251,44 @@ func (c *claimState) mirrorRecord(ctx context.Context, m *sarama.ConsumerMessage
 		c.fill(o, m, now)
 		c.pending = append(c.pending[:0], o)
 		if err := c.s.admit(ctx, c, c.pending); err != nil {
-			c.s.putOut(o)
+			c.putOut(o)
 			return err
 		}
 		o.ticket = c.tracker.Add(m.Offset, 1)
 		if !c.s.send(c.sendCtx, o) {
-			c.s.budget.release(o.budgeted)
+			c.s.release(o)
 			return c.notSent(o)
 		}
 		return nil
 	}
 	return c.mirrorThroughChain(ctx, m, now, stamp)
+}
+
+// getOut returns an outMsg to fill: from the claim's cache, refilled from the sender's
+// free list, or a new one while the engine warms up.
+func (c *claimState) getOut() *outMsg {
+	if len(c.free) == 0 {
+		if c.free = c.s.free.take(c.free); len(c.free) == 0 {
+			return new(outMsg)
+		}
+	}
+	o := c.free[len(c.free)-1]
+	c.free[len(c.free)-1] = nil
+	c.free = c.free[:len(c.free)-1]
+	return o
+}
+
+// putOut takes back an outMsg that was never handed to the producer.
+func (c *claimState) putOut(o *outMsg) {
+	o.reset()
+	c.free = append(c.free, o)
+}
+
+// releaseFree gives the claim's cache back to the sender's free list when the claim ends.
+func (c *claimState) releaseFree() {
+	c.s.free.give(c.free)
+	clear(c.free)
+	c.free = nil
 }
 
 // errStopped ends a claim because the engine failed or was aborted.
@@ -268,7 +299,7 @@ var errStopped = fmt.Errorf("the engine stopped")
 func (c *claimState) notSent(o *outMsg) error {
 	c.unsent = 1
 	c.part.setUnsent(c.unsent)
-	c.s.putOut(o)
+	c.putOut(o)
 	if c.e.isFailed() {
 		return errStopped
 	}
@@ -324,7 +355,7 @@ func (c *claimState) mirrorThroughChain(ctx context.Context, m *sarama.ConsumerM
 	// started.
 	pending := c.pending[:0]
 	for _, out := range outs {
-		o := c.s.getOut()
+		o := c.getOut()
 		o.msg.Topic = c.targetName(out.Topic)
 		o.msg.Partition = out.Partition
 		o.msg.Timestamp = out.Timestamp
@@ -346,7 +377,7 @@ func (c *claimState) mirrorThroughChain(ctx context.Context, m *sarama.ConsumerM
 	defer clear(c.pending)
 	if err := c.s.admit(ctx, c, pending); err != nil {
 		for _, o := range pending {
-			c.s.putOut(o)
+			c.putOut(o)
 		}
 		return err
 	}
@@ -357,10 +388,10 @@ func (c *claimState) mirrorThroughChain(ctx context.Context, m *sarama.ConsumerM
 			// The outputs not sent give their bytes back; the record stays un-acked,
 			// so no commit passes it.
 			for _, rest := range pending[i:] {
-				c.s.budget.release(rest.budgeted)
+				c.s.release(rest)
 			}
 			for _, rest := range pending[i+1:] {
-				c.s.putOut(rest)
+				c.putOut(rest)
 			}
 			return c.notSent(o)
 		}

@@ -98,7 +98,7 @@ func newMetrics() *metrics {
 	}
 }
 
-func (m *metrics) register(r prometheus.Registerer, parts *partitionRegistry, budget *byteBudget) error {
+func (m *metrics) register(r prometheus.Registerer, parts *partitionRegistry, budget *inFlightBudget) error {
 	for _, c := range []prometheus.Collector{
 		m.recordAge, m.latency, m.sendErrors, m.commits, m.rebalances, m.listenerErrors,
 		&partitionCollector{m: m, parts: parts},

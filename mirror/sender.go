@@ -40,9 +40,13 @@ type sender struct {
 	singleClient sarama.Client
 	targets      *targetTopics
 	limits       *sizeLimits
-	budget       *byteBudget
+	budget       *inFlightBudget
+	// records bounds the records in flight in the process (inFlightRecordsFor), as
+	// budget bounds their bytes.
+	records *inFlightBudget
 
-	outPool sync.Pool
+	// free keeps acked outMsgs for the claims to reuse (see outFreeList).
+	free outFreeList
 
 	// syncs records where acked records landed (offset syncs); nil when groups is unset.
 	syncs *offsetSyncWriter
@@ -62,9 +66,9 @@ func newSender(cfg *config.Config, log logr.Logger, kafkaOpts []kafka.Option, m 
 		fail:      fail,
 		failed:    failed,
 		limits:    &sizeLimits{override: cfg.ProducerMaxMessageBytes()},
-		budget:    newByteBudget(inFlightBytesFor(cfg.MaxInFlightBytes, cgroupMemoryMax)),
+		budget:    newInFlightBudget(inFlightBytesFor(cfg.MaxInFlightBytes, cgroupMemoryMax)),
+		records:   newInFlightBudget(inFlightRecordsFor(cfg.MaxInFlightPerPartition)),
 	}
-	s.outPool.New = func() any { return new(outMsg) }
 	return s
 }
 
@@ -90,9 +94,9 @@ func (s *sender) readAllAcks() {
 }
 
 // outMsg is one record on its way to the target: the producer message and what the
-// ack needs to find its source offset. It is pooled, and the message's Metadata points
-// back to it, so a record costs no allocation beyond the pooled message once the pool
-// is warm. Key and value encoders live here so that setting them allocates nothing.
+// ack needs to find its source offset. It is reused (outFreeList), and the message's
+// Metadata points back to it, so a record costs no allocation once the engine runs.
+// Key and value encoders live here so that setting them allocates nothing.
 type outMsg struct {
 	msg     sarama.ProducerMessage
 	key     sarama.ByteEncoder
@@ -113,15 +117,52 @@ type outMsg struct {
 	budgeted int64
 }
 
-func (s *sender) getOut() *outMsg {
-	return s.outPool.Get().(*outMsg)
-}
-
-// putOut returns o to the pool, dropping references to record bytes.
-func (s *sender) putOut(o *outMsg) {
+// reset drops o's references to record bytes and readies it for reuse.
+func (o *outMsg) reset() {
 	clear(o.headers)
 	*o = outMsg{headers: o.headers[:0]}
-	s.outPool.Put(o)
+}
+
+// outFreeList keeps acked outMsgs for reuse. It replaced a sync.Pool, which every
+// garbage collection empties (the next records allocate again) and which cost a pool
+// operation per record on each side: 3-4% of the engine's CPU in the profile of a
+// 1M-record run (docs/performance.md). outMsgs move between the shared list and a
+// goroutine's own cache outFreeBatch at a time, so the lock is taken once per batch:
+// each claim takes from it (claimState.getOut), each ack reader gives back to it
+// (ackBatch).
+type outFreeList struct {
+	mu   sync.Mutex
+	list []*outMsg
+}
+
+const (
+	// outFreeBatch is how many outMsgs move between a goroutine's cache and the shared
+	// list at a time.
+	outFreeBatch = 128
+	// outFreeKeep bounds the shared list (about 7 MiB of idle outMsgs): past a burst
+	// with more records in flight, the surplus is left to the collector.
+	outFreeKeep = 1 << 14
+)
+
+// take moves up to outFreeBatch outMsgs from the list to dst.
+func (f *outFreeList) take(dst []*outMsg) []*outMsg {
+	f.mu.Lock()
+	n := min(len(f.list), outFreeBatch)
+	rest := len(f.list) - n
+	dst = append(dst, f.list[rest:]...)
+	clear(f.list[rest:])
+	f.list = f.list[:rest]
+	f.mu.Unlock()
+	return dst
+}
+
+// give adds reset outMsgs to the list, as many as it has room for.
+func (f *outFreeList) give(os []*outMsg) {
+	f.mu.Lock()
+	if room := outFreeKeep - len(f.list); room > 0 {
+		f.list = append(f.list, os[:min(room, len(os))]...)
+	}
+	f.mu.Unlock()
 }
 
 // setKeyValue sets the message's key and value, keeping null (nil) apart from empty.
@@ -186,33 +227,55 @@ func (s *sender) readAcks(producer sarama.AsyncProducer) {
 	succ, errs := producer.Successes(), producer.Errors()
 	var now time.Time
 	reuse := 0
+	freed := make([]*outMsg, 0, outFreeBatch)
 	for succ != nil || errs != nil {
 		if len(succ) == 0 {
 			reuse = 0
+			// The burst is over: the claims may reuse what it freed.
+			if len(freed) > 0 {
+				s.free.give(freed)
+				clear(freed)
+				freed = freed[:0]
+			}
 		}
+		// The fast path: an ack already waiting is taken without a select over both
+		// channels, which locks each of them (the errors channel is nearly always empty).
+		var m *sarama.ProducerMessage
+		ok := true
 		select {
-		case m, ok := <-succ:
-			if !ok {
-				succ = nil
+		case m, ok = <-succ:
+		default:
+			select {
+			case m, ok = <-succ:
+			case pe, eok := <-errs:
+				if !eok {
+					errs = nil
+				} else {
+					s.sendFailed(pe)
+				}
 				continue
 			}
-			if reuse == 0 {
-				now, reuse = time.Now(), ackClockReuse
-			}
-			reuse--
-			s.acked(m.Metadata.(*outMsg), now)
-		case pe, ok := <-errs:
-			if !ok {
-				errs = nil
-				continue
-			}
-			s.sendFailed(pe)
+		}
+		if !ok {
+			succ = nil
+			continue
+		}
+		if reuse == 0 {
+			now, reuse = time.Now(), ackClockReuse
+		}
+		reuse--
+		freed = append(freed, s.acked(m.Metadata.(*outMsg), now))
+		if len(freed) == cap(freed) {
+			s.free.give(freed)
+			clear(freed)
+			freed = freed[:0]
 		}
 	}
 }
 
-// acked counts o as acked by the target at now and gives its offset to the tracker.
-func (s *sender) acked(o *outMsg, now time.Time) {
+// acked counts o as acked by the target at now and gives its offset to the tracker. It
+// returns o reset, for reuse.
+func (s *sender) acked(o *outMsg, now time.Time) *outMsg {
 	p := o.part
 	p.records.Add(1)
 	p.bytes.Add(o.size)
@@ -224,8 +287,9 @@ func (s *sender) acked(o *outMsg, now time.Time) {
 		s.syncs.observe(p, o.tracker, o.sourceOffset, o.msg.Offset)
 	}
 	o.tracker.Ack(o.ticket)
-	s.budget.release(o.budgeted)
-	s.putOut(o)
+	s.release(o)
+	o.reset()
+	return o
 }
 
 // sendFailed stops the engine: the record stays un-acked, so no commit passes it, and
@@ -254,7 +318,7 @@ func (s *sender) sendFailed(pe *sarama.ProducerError) {
 		s.fail(fmt.Errorf("while writing to target topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, pe.Err))
 		return
 	}
-	s.budget.release(o.budgeted)
+	s.release(o)
 	if errors.Is(pe.Err, sarama.ErrMessageSizeTooLarge) {
 		limit, _ := s.limits.limit(pe.Msg.Topic)
 		s.fail(fmt.Errorf("while writing source record %s/%d offset %d to target topic %q partition %d: the target refused a record batch of this record alone "+
@@ -315,7 +379,7 @@ func (s *sender) openProducers(c *connections, targets []string) error {
 	s.producer, s.single, s.singleClient = c.producer, c.single, c.singleClient
 	s.targets = newTargetTopics(c.target, c.targetMeta, s.preserve)
 	s.log.Info("Sized record batches by the target topics' max.message.bytes", "batchBytes", s.limits.batchCap,
-		"targetTopics", len(targets), "maxInFlightBytes", s.budget.limit)
+		"targetTopics", len(targets), "maxInFlightBytes", s.budget.limit, "maxInFlightRecords", s.records.limit)
 	return nil
 }
 
@@ -354,7 +418,20 @@ func (s *sender) admit(ctx context.Context, c *claimState, outs []*outMsg) error
 	for _, o := range outs {
 		o.via = r
 	}
-	return s.budget.acquire(ctx, s.failed, bytes)
+	if err := s.records.acquire(ctx, s.failed, int64(len(outs))); err != nil {
+		return err
+	}
+	if err := s.budget.acquire(ctx, s.failed, bytes); err != nil {
+		s.records.release(int64(len(outs)))
+		return err
+	}
+	return nil
+}
+
+// release gives back what o took from the in-flight budgets (admit).
+func (s *sender) release(o *outMsg) {
+	s.records.release(1)
+	s.budget.release(o.budgeted)
 }
 
 // singleProducerKnows makes sure the single-record producer's metadata knows topic's
