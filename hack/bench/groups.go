@@ -51,7 +51,7 @@ const (
 	groupsCostGoal = 0.02
 )
 
-// The arms of a round, in the order of round 1; round i starts at arm i-1.
+// The arms of a round, in the order of round 1; round n starts at arm (n-1) mod 3.
 const (
 	armPlain  = "plain"
 	armSyncs  = "syncs"
@@ -121,10 +121,8 @@ func (b *bench) groupsCost(ctx context.Context, rep *report) error {
 		}
 		b.logf("Offset translation round %d (%s): syncs/plain %.3f, CPU per record %+.1f%%, %d offset syncs, %d partitions checkpointed; groups/plain %.3f, CPU per record %+.1f%%, %d offset syncs, %d partitions checkpointed",
 			i+1, strings.Join(r.Order, ", "),
-			r.Syncs.Rate.RecordsPerSecond()/r.Plain.Rate.RecordsPerSecond(), (r.Syncs.CPUPerMillion/r.Plain.CPUPerMillion-1)*100,
-			r.SyncsOffsetSyncs, r.SyncsCheckpointedPartitions,
-			r.Groups.Rate.RecordsPerSecond()/r.Plain.Rate.RecordsPerSecond(), (r.Groups.CPUPerMillion/r.Plain.CPUPerMillion-1)*100,
-			r.OffsetSyncs, r.CheckpointedPartitions)
+			1-rateCost(r.Syncs, r.Plain), cpuCost(r.Syncs, r.Plain)*100, r.SyncsOffsetSyncs, r.SyncsCheckpointedPartitions,
+			1-rateCost(r.Groups, r.Plain), cpuCost(r.Groups, r.Plain)*100, r.OffsetSyncs, r.CheckpointedPartitions)
 		res.Rounds = append(res.Rounds, r)
 	}
 	res.summarise()
