@@ -245,25 +245,41 @@ var (
 		Name: "kafka_mirror_operator_groups",
 		Help: "Consumer groups selected by a KafkaMirror's spec.groups, by checkpoint state after the last topic sync (state selected, checkpointed, skipped, pending).",
 	}, []string{"mirror_namespace", "mirror", "state"})
+	// groupActiveMembers lets an alert on checkpoint age leave out the groups the
+	// mirror leaves alone on purpose (state Skipped, reason TargetGroupActive).
+	groupActiveMembers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kafka_mirror_operator_group_active_members",
+		Help: "Members of a consumer group on a KafkaMirror's target cluster at the operator's last topic sync (the first 100 groups by name); while it is above 0 the mirror does not checkpoint the group.",
+	}, []string{"mirror_namespace", "mirror", "group"})
+	// groupCheckpointInterval lets an alert on checkpoint age scale with the mirror's
+	// own intervals instead of a fixed threshold.
+	groupCheckpointInterval = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kafka_mirror_operator_group_checkpoint_interval_seconds",
+		Help: "The longest a KafkaMirror's checkpoint times go unrenewed as the operator reports them while all is well: groups.syncInterval (the engine renews every checkpoint) plus topicSyncInterval (the operator reads them back).",
+	}, []string{"mirror_namespace", "mirror"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(groupPartitionsTranslated, groupLastCheckpoint, groupStateCounts)
+	metrics.Registry.MustRegister(groupPartitionsTranslated, groupLastCheckpoint, groupStateCounts, groupActiveMembers, groupCheckpointInterval)
 }
 
-// reportGroups replaces the group series of m with what st says; a mirror without
-// spec.groups has none.
-func reportGroups(m *v1alpha1.KafkaMirror, st *v1alpha1.KafkaMirrorStatus) {
+// reportGroups replaces the group series of m with what st and cfg, its rendered
+// config (nil when invalid), say; a mirror without spec.groups has none.
+func reportGroups(m *v1alpha1.KafkaMirror, st *v1alpha1.KafkaMirrorStatus, cfg *config.Config) {
 	forgetGroups(m.Namespace, m.Name)
 	gs := st.Groups
 	if gs == nil {
 		return
+	}
+	if cfg != nil && cfg.Groups != nil {
+		groupCheckpointInterval.WithLabelValues(m.Namespace, m.Name).Set((cfg.Groups.SyncInterval.Duration + cfg.TopicSyncInterval.Duration).Seconds())
 	}
 	for state, n := range map[string]int32{"selected": gs.Selected, "checkpointed": gs.Checkpointed, "skipped": gs.Skipped, "pending": gs.Pending} {
 		groupStateCounts.WithLabelValues(m.Namespace, m.Name, state).Set(float64(n))
 	}
 	for _, g := range gs.Items {
 		groupPartitionsTranslated.WithLabelValues(m.Namespace, m.Name, g.Name).Set(float64(g.PartitionsTranslated))
+		groupActiveMembers.WithLabelValues(m.Namespace, m.Name, g.Name).Set(float64(g.ActiveMembers))
 		if g.LastCheckpointTime != nil {
 			groupLastCheckpoint.WithLabelValues(m.Namespace, m.Name, g.Name).Set(float64(g.LastCheckpointTime.Unix()))
 		}
@@ -276,4 +292,6 @@ func forgetGroups(namespace, name string) {
 	groupPartitionsTranslated.DeletePartialMatch(labels)
 	groupLastCheckpoint.DeletePartialMatch(labels)
 	groupStateCounts.DeletePartialMatch(labels)
+	groupActiveMembers.DeletePartialMatch(labels)
+	groupCheckpointInterval.DeletePartialMatch(labels)
 }

@@ -146,6 +146,10 @@ func TestGroupCheckpointStatus(t *testing.T) {
 			groupLastCheckpoint.WithLabelValues(ns, name, app):        float64(firstCheckpoint.Unix()),
 			groupStateCounts.WithLabelValues(ns, name, "selected"):    3,
 			groupStateCounts.WithLabelValues(ns, name, "skipped"):     1,
+			groupActiveMembers.WithLabelValues(ns, name, app):         0,
+			groupActiveMembers.WithLabelValues(ns, name, live):        1,
+			// groups.syncInterval + topicSyncInterval, for the stale-checkpoint alert
+			groupCheckpointInterval.WithLabelValues(ns, name): (groupSyncInterval + time.Second).Seconds(),
 		} {
 			if got := promtestutil.ToFloat64(metric); got != want {
 				return fmt.Errorf("%s = %v, want %v", metric.Desc(), got, want)

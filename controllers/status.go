@@ -254,7 +254,7 @@ func (r *KafkaMirrorReconciler) finalizeStatus(ctx context.Context, m *v1alpha1.
 	}
 	r.recordTransitions(m, &next, obs)
 	reportLag(m, &next)
-	reportGroups(m, &next)
+	reportGroups(m, &next, obs.config)
 	if equality.Semantic.DeepEqual(m.Status, next) {
 		return reconcileErr
 	}

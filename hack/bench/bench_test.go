@@ -85,20 +85,23 @@ func TestParseOptions(t *testing.T) {
 		wantErr string
 	}{
 		"defaults": {args: nil, check: func(o options) bool {
-			return o.records == 1_000_000 && o.bigRecords == 5_000_000 && o.rounds == 3 && o.partitions == 8 &&
+			return o.records == 1_000_000 && o.bigRecords == 5_000_000 && o.rounds == 3 && o.groupsRounds == 5 && o.partitions == 8 &&
 				o.valueSize == 200 && o.out == "docs/benchmarks" && len(o.throttleLimits) == 2
 		}},
 		"quick shrinks what was not set": {args: []string{"--quick", "--rounds", "3"}, check: func(o options) bool {
-			return o.records == 100_000 && o.rounds == 3 && o.latencyTime == 5*time.Second && strings.Contains(o.out, "kafka-mirror-bench")
+			return o.records == 100_000 && o.rounds == 3 && o.groupsRounds == 1 && o.latencyTime == 5*time.Second && strings.Contains(o.out, "kafka-mirror-bench")
 		}},
 		"big run must be bigger": {args: []string{"--records", "10", "--big-records", "5"}, wantErr: "--big-records"},
 		"bad throttle in-flight": {args: []string{"--throttle-inflight", "10,x"}, wantErr: "--throttle-inflight"},
 		"engine environment": {args: []string{"--engine-env", "GOGC=200, GOMEMLIMIT=150MiB"}, check: func(o options) bool {
 			return len(o.engineEnv) == 2 && o.engineEnv[0] == "GOGC=200" && o.engineEnv[1] == "GOMEMLIMIT=150MiB"
 		}},
-		"bad engine environment":  {args: []string{"--engine-env", "GOGC"}, wantErr: "--engine-env"},
-		"no records":              {args: []string{"--records", "0"}, wantErr: "--records"},
-		"big run can be disabled": {args: []string{"--big-records", "0"}, check: func(o options) bool { return o.bigRecords == 0 }},
+		"bad engine environment":                  {args: []string{"--engine-env", "GOGC"}, wantErr: "--engine-env"},
+		"no records":                              {args: []string{"--records", "0"}, wantErr: "--records"},
+		"quick keeps groups rounds that were set": {args: []string{"--quick", "--groups-rounds", "3"}, check: func(o options) bool { return o.groupsRounds == 3 && o.rounds == 1 }},
+		"groups rounds can be skipped":            {args: []string{"--groups-rounds", "0"}, check: func(o options) bool { return o.groupsRounds == 0 }},
+		"negative groups rounds":                  {args: []string{"--groups-rounds", "-1"}, wantErr: "--groups-rounds"},
+		"big run can be disabled":                 {args: []string{"--big-records", "0"}, check: func(o options) bool { return o.bigRecords == 0 }},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

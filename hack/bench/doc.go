@@ -7,8 +7,8 @@
 // the engine's own producer settings, and a raw consume from the source), a bare sarama
 // consumer-group forwarder with the engine's producer settings and nothing else (the
 // reference of issue 18, forwarder.go), the engine's
-// throughput with and without the no-data-loss policy and with a CEL filter, the
-// replication latency at a moderate fixed rate, and the engine's CPU time and peak RSS
+// throughput with and without the no-data-loss policy and with a CEL filter, the cost
+// of offset syncs and of group checkpoints (issue 13, groups.go), the replication latency at a moderate fixed rate, and the engine's CPU time and peak RSS
 // at two record counts and against a throttled target. The engine runs as a child
 // process (`kafka-mirror run --config`), so its CPU time and peak RSS come from the
 // kernel's rusage and exclude the clusters.

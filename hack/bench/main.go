@@ -20,6 +20,7 @@ type options struct {
 	partitions     int
 	brokers        int
 	rounds         int
+	groupsRounds   int
 	bigRecords     int
 	latencyRate    int
 	latencyTime    time.Duration
@@ -51,6 +52,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.partitions, "partitions", 8, "partitions of the source topic")
 	fs.IntVar(&o.brokers, "brokers", 3, "brokers per kfake cluster")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds of the alternated throughput measurements (limit, engine, engine without no-data-loss, engine with a CEL filter)")
+	fs.IntVar(&o.groupsRounds, "groups-rounds", 5, "rounds of the offset translation cost (plain, offset syncs, offset syncs + checkpoints; 0 skips it)")
 	fs.IntVar(&o.bigRecords, "big-records", 5_000_000, "records of the larger memory run (0 skips it); the topic is topped up to this count")
 	fs.IntVar(&o.latencyRate, "latency-rate", 2000, "records per second of the latency measurement")
 	fs.DurationVar(&o.latencyTime, "latency-duration", 20*time.Second, "duration of the latency measurement (0 skips it)")
@@ -82,6 +84,7 @@ func parseOptions(args []string) (options, error) {
 			"records":           func() { o.records = 100_000 },
 			"big-records":       func() { o.bigRecords = 300_000 },
 			"rounds":            func() { o.rounds = 1 },
+			"groups-rounds":     func() { o.groupsRounds = 1 },
 			"latency-rate":      func() { o.latencyRate = 1000 },
 			"latency-duration":  func() { o.latencyTime = 5 * time.Second },
 			"throttle-duration": func() { o.throttleTime = 6 * time.Second },
@@ -117,6 +120,8 @@ func parseOptions(args []string) (options, error) {
 		return o, errors.New("--brokers must be positive")
 	case o.rounds <= 0:
 		return o, errors.New("--rounds must be positive")
+	case o.groupsRounds < 0:
+		return o, errors.New("--groups-rounds must not be negative")
 	case o.bigRecords != 0 && o.bigRecords <= o.records:
 		return o, errors.New("--big-records must be 0 or more than --records")
 	case o.latencyTime > 0 && o.latencyRate <= 0:

@@ -285,6 +285,7 @@ type settings struct {
 	Partitions       int      `json:"partitions"`
 	Brokers          int      `json:"brokersPerCluster"`
 	Rounds           int      `json:"rounds"`
+	GroupsRounds     int      `json:"groupsRounds"`
 	Streams          int      `json:"streams"`
 	MaxInFlight      int      `json:"maxInFlightPerPartition"`
 	LatencyRate      int      `json:"latencyRecordsPerSecond"`
@@ -336,7 +337,7 @@ func newReport(o options) *report {
 		CPUModel:  cpuModel(),
 		Settings: settings{
 			Records: o.records, BigRecords: o.bigRecords, ValueSize: o.valueSize, Partitions: o.partitions,
-			Brokers: o.brokers, Rounds: o.rounds, Streams: o.streams, MaxInFlight: o.maxInFlight, LatencyRate: o.latencyRate,
+			Brokers: o.brokers, Rounds: o.rounds, GroupsRounds: o.groupsRounds, Streams: o.streams, MaxInFlight: o.maxInFlight, LatencyRate: o.latencyRate,
 			LatencySeconds: o.latencyTime.Seconds(), ThrottleBytes: o.throttle, ThrottleSeconds: o.throttleTime.Seconds(),
 			Quick: o.quick, CELFilter: celFilter, KeyBytes: len("key-000000"), HeadersPerRecord: 2, EngineEnv: o.engineEnv,
 		},
@@ -599,6 +600,7 @@ func (r *report) markdown(w io.Writer) {
 		}
 		writeMarkdownTable(w, t)
 	}
+	r.groupsMarkdown(w)
 	r.exactlyOnceMarkdown(w)
 	if p := r.Profile; p != nil {
 		fmt.Fprintf(w, "\n## Profile\n\nCPU, allocation, half-way in-use heap and mutex profiles of one engine run (no-data-loss, %s records%s): `%s`, `%s`, `%s`, `%s` (not committed; `make bench PROFILE=1` writes them).\n\n",

@@ -52,6 +52,10 @@ func TestExpressionsParse(t *testing.T) {
 // names allowed that the scrape cannot show.
 func TestExpressionsNameLiveMetrics(t *testing.T) {
 	live := engineScrape(t)
+	var engine []string // the engine's own names, before the operator's join them
+	for name := range live {
+		engine = append(engine, name)
+	}
 	live.merge(operatorScrape(t))
 
 	exprs, err := shippedExpressions(repoRoot)
@@ -92,8 +96,9 @@ func TestExpressionsNameLiveMetrics(t *testing.T) {
 		}
 	}
 	// The dashboard covers every kafka_mirror_* metric the engine exports: a new metric
-	// gets a panel (or this list a reason).
-	for name := range live {
+	// gets a panel (or this list a reason). The operator's kafka_mirror_operator_* are
+	// for alerts and kubectl (status.topics, status.groups) and are not all panels.
+	for _, name := range engine {
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
 		if strings.HasPrefix(name, "kafka_mirror_") && !used[name] && !used[base+"_bucket"] {
 			t.Errorf("metric %s is exported but neither a panel nor an alert uses it", name)

@@ -2,21 +2,28 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/go-logr/logr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 	"github.com/kafka-mirror/kafka-mirror-operator/controllers"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror"
 )
 
 // operatorScrape starts a real operator (the KafkaMirror controller's manager) against a
@@ -74,6 +81,11 @@ func operatorScrape(t *testing.T) exposition {
 	if err := mgr.GetClient().Create(ctx, &sample); err != nil {
 		t.Fatalf("while creating the sample KafkaMirror: %v", err)
 	}
+	// The group metrics appear once a KafkaMirror with spec.groups has a checkpointed
+	// group: one between two real clusters, whose target group holds a checkpoint.
+	if err := mgr.GetClient().Create(ctx, groupsMirror(t)); err != nil {
+		t.Fatalf("while creating the KafkaMirror with groups: %v", err)
+	}
 	deadline := time.Now().Add(engineStartTimeout)
 	var last exposition
 	for {
@@ -83,7 +95,9 @@ func operatorScrape(t *testing.T) exposition {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if exp["controller_runtime_reconcile_total"]["controller"] && exp["workqueue_depth"]["name"] && exp["kafka_mirror_operator_topics"]["state"] {
+			if exp["controller_runtime_reconcile_total"]["controller"] && exp["workqueue_depth"]["name"] && exp["kafka_mirror_operator_topics"]["state"] &&
+				exp["kafka_mirror_operator_group_last_checkpoint_timestamp_seconds"]["group"] && exp["kafka_mirror_operator_group_active_members"]["group"] &&
+				exp["kafka_mirror_operator_group_checkpoint_interval_seconds"]["mirror"] {
 				return exp
 			}
 			last = exp
@@ -91,13 +105,80 @@ func operatorScrape(t *testing.T) exposition {
 		if time.Now().After(deadline) {
 			var names []string
 			for name, ls := range last {
-				if strings.HasPrefix(name, "controller_runtime_reconcile") || strings.HasPrefix(name, "workqueue_") {
+				if strings.HasPrefix(name, "controller_runtime_reconcile") || strings.HasPrefix(name, "workqueue_") || strings.HasPrefix(name, "kafka_mirror_operator_") {
 					names = append(names, name+fmt.Sprint(keys(ls)))
 				}
 			}
 			slices.Sort(names)
-			t.Fatalf("after %v the operator's /metrics has no reconcile and work-queue metrics of the controller yet (last error %v); it has %v", engineStartTimeout, err, names)
+			t.Fatalf("after %v the operator's /metrics has no reconcile, work-queue, topic and group metrics of the controller yet (last error %v); it has %v", engineStartTimeout, err, names)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Shape of the KafkaMirror with groups the operator scrape needs.
+const (
+	groupsMirrorName = "groups"
+	// groupsApp is the consumer group the mirror selects: it committed on the source,
+	// and its target group holds the mirror's checkpoint.
+	groupsApp = "monitoring-app"
+	// groupsTopicSync is the mirror's topicSyncInterval: the operator reads the groups
+	// back at each topic sync.
+	groupsTopicSync = time.Second
+)
+
+// groupsMirror starts a source and a target cluster (closed when t ends), commits
+// groupsApp on the source and a checkpoint of it on the target, as the engine would, and
+// returns a KafkaMirror between them that selects groupsApp.
+func groupsMirror(t *testing.T) *v1alpha1.KafkaMirror {
+	t.Helper()
+	m := &v1alpha1.KafkaMirror{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: groupsMirrorName},
+		Spec: v1alpha1.KafkaMirrorSpec{
+			Topics:            v1alpha1.TopicsSpec{Include: []string{regexp.QuoteMeta(liveTopic)}},
+			TopicSyncInterval: &metav1.Duration{Duration: groupsTopicSync},
+			Groups:            &v1alpha1.GroupsSpec{Include: []string{regexp.QuoteMeta(groupsApp)}},
+		},
+	}
+	for _, c := range []*v1alpha1.ClusterSpec{&m.Spec.Source, &m.Spec.Target} {
+		cl, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, liveTopic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		c.BootstrapServers = cl.ListenAddrs()
+	}
+	commitGroup(t, m.Spec.Source.BootstrapServers, 0, "")
+	checkpoint := mirror.CheckpointMetadata{Mirror: controllers.ConsumerGroup(m), At: time.Now().UnixMilli(), SourceTopic: liveTopic}
+	commitGroup(t, m.Spec.Target.BootstrapServers, 0, checkpoint.String())
+	return m
+}
+
+// commitGroup commits offset with metadata for partition 0 of liveTopic to groupsApp.
+func commitGroup(t *testing.T, brokers []string, offset int64, metadata string) {
+	t.Helper()
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V3_6_0_0
+	cl, err := sarama.NewClient(brokers, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cl.Close() }()
+	req := sarama.NewOffsetCommitRequest(sc, groupsApp)
+	req.AddBlockWithLeaderEpoch(liveTopic, 0, offset, -1, 0, metadata)
+	coordinator, err := cl.Coordinator(groupsApp)
+	if err != nil {
+		t.Fatalf("while finding the coordinator of %s: %v", groupsApp, err)
+	}
+	resp, err := coordinator.CommitOffset(req)
+	if err != nil {
+		t.Fatalf("while committing the offsets of %s: %v", groupsApp, err)
+	}
+	for _, ps := range resp.Errors {
+		for p, kerr := range ps {
+			if !errors.Is(kerr, sarama.ErrNoError) {
+				t.Fatalf("while committing the offsets of %s, partition %d: %v", groupsApp, p, kerr)
+			}
+		}
 	}
 }

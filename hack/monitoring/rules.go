@@ -112,6 +112,28 @@ var alerts = []alert{
 			"kafkamirrorsourceoffsetslost"),
 	},
 	{
+		// The operator's gauge, not the engine's: it is read from the target groups at
+		// every topic sync, so it keeps ageing while the mirror pods are down. In normal
+		// operation a checkpoint's reported age stays under groups.syncInterval (the
+		// engine renews even an unchanged offset) plus topicSyncInterval (the operator
+		// reads it back), which the operator exports per mirror; three such periods
+		// plus 5 minutes for a pod restart and the scrape is well clear of that. Groups
+		// with members on the target (state Skipped) are left alone on purpose and are
+		// left out.
+		Alert: "KafkaMirrorCheckpointsStale",
+		Expr: `time() - max by (mirror_namespace, mirror, group) (kafka_mirror_operator_group_last_checkpoint_timestamp_seconds)
+  > on (mirror_namespace, mirror) group_left ()
+    (3 * max by (mirror_namespace, mirror) (kafka_mirror_operator_group_checkpoint_interval_seconds) + 300)
+unless on (mirror_namespace, mirror, group)
+  max by (mirror_namespace, mirror, group) (kafka_mirror_operator_group_active_members) > 0`,
+		For:    "5m",
+		Labels: map[string]string{"severity": severityWarning},
+		Annotations: annotations(
+			"KafkaMirror {{ $labels.mirror_namespace }}/{{ $labels.mirror }} last checkpointed group {{ $labels.group }} {{ $value | humanizeDuration }} ago",
+			"The mirror's translated offsets of this consumer group on the target were not renewed for more than 3 x (groups.syncInterval + topicSyncInterval) + 5 minutes, although the engine renews them every groups.syncInterval: consumers failing over now would resume from an old position and read again what was mirrored since. The mirror pods are down or paused, the engine cannot commit to the target group, or the operator cannot read the target. Groups with members on the target (Skipped) are not alerted on.",
+			"kafkamirrorcheckpointsstale"),
+	},
+	{
 		Alert:  "KafkaMirrorNotReady",
 		Expr:   `sum by (namespace, deployment) (kube_deployment_status_replicas_unavailable{deployment=~".+-mirror"}) > 0`,
 		For:    "15m",
