@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 
@@ -33,6 +34,12 @@ const forwarderCommand = "forwarder"
 //
 //	bench forwarder run --config FILE [--log-format X --log-level Y]
 func runForwarder(args []string) error {
+	fs := flag.NewFlagSet(forwarderCommand, flag.ContinueOnError)
+	cpuPath := fs.String("cpu", "", "write a CPU profile of the whole run to this file (make bench PROFILE=1)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	args = fs.Args()
 	run := flag.NewFlagSet("run", flag.ContinueOnError)
 	cfgPath := run.String("config", "", "the MirrorConfig file")
 	run.String("log-format", "", "ignored: the forwarder does not log")
@@ -49,7 +56,23 @@ func runForwarder(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return forward(ctx, cfg)
+	if *cpuPath == "" {
+		return forward(ctx, cfg)
+	}
+	f, err := os.Create(*cpuPath)
+	if err != nil {
+		return fmt.Errorf("while creating the forwarder's CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("while starting the forwarder's CPU profile: %w", err)
+	}
+	runErr := forward(ctx, cfg)
+	pprof.StopCPUProfile()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("while writing the forwarder's CPU profile: %w", err)
+	}
+	return runErr
 }
 
 // forward is the forwarder's loop: cfg names the source, the target, the group and the

@@ -36,6 +36,11 @@ type profileResult struct {
 	AllocTop     string `json:"allocTop,omitempty"`
 	HeapTop      string `json:"heapTop,omitempty"`
 	MutexTop     string `json:"mutexTop,omitempty"`
+	// ForwarderCPUProfile is a CPU profile of the bare forwarder over the same records,
+	// and the breakdowns split both CPU profiles by goroutine (cpuBreakdown).
+	ForwarderCPUProfile string        `json:"forwarderCpuProfile,omitempty"`
+	EngineBreakdown     *cpuBreakdown `json:"engineBreakdown,omitempty"`
+	ForwarderBreakdown  *cpuBreakdown `json:"forwarderBreakdown,omitempty"`
 }
 
 // runProfiledEngine is the child side: the engine as `kafka-mirror run` starts it, with
@@ -162,6 +167,22 @@ func (b *bench) profiledRun(ctx context.Context) (profileResult, error) {
 	}
 	if _, err := b.engineRun(ctx, spec, bin, b.o.records, syscall.SIGUSR1); err != nil {
 		return res, err
+	}
+	// The forwarder over the same records, profiled the same way, for the breakdown.
+	res.ForwarderCPUProfile = filepath.Join(b.o.out, "forwarder-cpu.prof")
+	fspec := engineSpec{name: "profiled-forwarder", noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight, partial: spec.partial}
+	if _, err := b.engineRun(ctx, fspec, []string{self, forwarderCommand, "--cpu", res.ForwarderCPUProfile}, b.o.records, 0); err != nil {
+		return res, err
+	}
+	if eb, err := readBreakdown(ctx, res.CPUProfile); err == nil {
+		res.EngineBreakdown = &eb
+	} else {
+		b.logf("  (no engine CPU breakdown: %v)", err)
+	}
+	if fb, err := readBreakdown(ctx, res.ForwarderCPUProfile); err == nil {
+		res.ForwarderBreakdown = &fb
+	} else {
+		b.logf("  (no forwarder CPU breakdown: %v)", err)
 	}
 	res.CPUTop = pprofTop(ctx, res.CPUProfile)
 	res.AllocTop = pprofTop(ctx, res.AllocProfile, "-sample_index=alloc_space")

@@ -605,6 +605,12 @@ func (r *report) markdown(w io.Writer) {
 	if p := r.Profile; p != nil {
 		fmt.Fprintf(w, "\n## Profile\n\nCPU, allocation, half-way in-use heap and mutex profiles of one engine run (no-data-loss, %s records%s): `%s`, `%s`, `%s`, `%s` (not committed; `make bench PROFILE=1` writes them).\n\n",
 			fmtCount(p.Records), map[bool]string{true: ", filter `" + p.Filter + "`"}[p.Filter != ""], p.CPUProfile, p.AllocProfile, p.HeapProfile, p.MutexProfile)
+		if p.EngineBreakdown != nil && p.ForwarderBreakdown != nil {
+			fmt.Fprintf(w, "The engine's and the bare forwarder's CPU profiles over the same %s records (`%s`), by the goroutine that spent the time (hack/bench/breakdown.go):\n\n",
+				fmtCount(p.Records), p.ForwarderCPUProfile)
+			breakdownMarkdown(w, *p.EngineBreakdown, *p.ForwarderBreakdown, p.Records)
+			fmt.Fprintln(w)
+		}
 		if p.CPUTop != "" {
 			fmt.Fprintf(w, "Top of the CPU profile:\n\n```\n%s\n```\n\n", p.CPUTop)
 		}

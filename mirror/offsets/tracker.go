@@ -3,6 +3,7 @@ package offsets
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // Ticket identifies one in-flight record of a Tracker. The engine carries it in the
@@ -26,8 +27,10 @@ type Tracker struct {
 	mask uint64
 	head uint64
 	tail uint64
-	// live counts records in the ring that still wait for at least one ack.
-	live int
+	// live counts records in the ring that still wait for at least one ack. It is
+	// changed under mu but read without it by WaitForRoom's fast path, so that a
+	// partition with room costs no lock per record.
+	live atomic.Int64
 	// lastSeen is the highest offset Added; -1 before the first.
 	lastSeen int64
 
@@ -74,7 +77,7 @@ func (t *Tracker) Add(offset int64, outputs int) Ticket {
 	tk := t.tail
 	t.ring[tk&t.mask] = entry{offset: offset, pending: int32(min(outputs, 1<<30))}
 	t.tail++
-	t.live++
+	t.live.Add(1)
 	return Ticket(tk)
 }
 
@@ -108,11 +111,11 @@ func (t *Tracker) Ack(tk Ticket) bool {
 	if e.pending > 0 {
 		return false
 	}
-	t.live--
+	t.live.Add(-1)
 	for t.head != t.tail && t.ring[t.head&t.mask].pending == 0 {
 		t.head++
 	}
-	if t.waitBelow > 0 && t.live < t.waitBelow {
+	if t.waitBelow > 0 && int(t.live.Load()) < t.waitBelow {
 		t.waitBelow = 0
 		select {
 		case t.signal <- struct{}{}:
@@ -154,9 +157,7 @@ func (t *Tracker) AdvanceIdle(from, to int64) bool {
 
 // InFlight returns how many records wait for at least one ack.
 func (t *Tracker) InFlight() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.live
+	return int(t.live.Load())
 }
 
 // LastSeen returns the highest offset Added, or -1.
@@ -179,10 +180,14 @@ func (t *Tracker) WaitBelow(ctx context.Context, n int) error {
 // limit-resume acks rather than once per ack, and then adds that many records in a
 // row. Only one goroutine may wait at a time.
 func (t *Tracker) WaitForRoom(ctx context.Context, limit, resume int) error {
+	if int(t.live.Load()) < limit {
+		// Only the waiting goroutine sets waitBelow, and it clears it before it returns.
+		return nil
+	}
 	n := limit
 	for {
 		t.mu.Lock()
-		if t.live < n {
+		if int(t.live.Load()) < n {
 			t.waitBelow = 0
 			t.mu.Unlock()
 			return nil
