@@ -57,6 +57,13 @@ func inFlightRecordsFor(maxInFlightPerPartition int) int64 {
 	return int64(max(inFlightRecordsPerProcess, maxInFlightPerPartition))
 }
 
+// InFlightRecordsBound is the most records the engine holds in flight with
+// maxInFlightPerPartition and partitions assigned: the per-partition bound times the
+// partitions, or the process-wide bound (inFlightRecordsFor) when that is lower.
+func InFlightRecordsBound(maxInFlightPerPartition, partitions int) int64 {
+	return min(int64(maxInFlightPerPartition)*int64(partitions), inFlightRecordsFor(maxInFlightPerPartition))
+}
+
 // inFlightBudget bounds what records in flight in the process hold, in one unit: the
 // sender keeps one in bytes (maxInFlightBytes) and one in records (inFlightRecordsFor).
 // A record takes its share before it is handed to the producer and gives it back when

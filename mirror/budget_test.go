@@ -166,3 +166,19 @@ func TestInFlightRecordsFor(t *testing.T) {
 		}
 	}
 }
+
+func TestInFlightRecordsBound(t *testing.T) {
+	for _, tc := range []struct {
+		perPartition, partitions int
+		want                     int64
+	}{
+		{10000, 8, inFlightRecordsPerProcess}, // the process-wide bound is lower
+		{1000, 8, 8000},                       // the per-partition bound is lower
+		{100000, 1, 100000},                   // one partition may use its own bound whole
+		{40000, 2, 40000},
+	} {
+		if got := InFlightRecordsBound(tc.perPartition, tc.partitions); got != tc.want {
+			t.Errorf("InFlightRecordsBound(%d, %d) = %d, want %d", tc.perPartition, tc.partitions, got, tc.want)
+		}
+	}
+}

@@ -370,3 +370,59 @@ func TestInFlightBytesStayWithinBudget(t *testing.T) {
 	t.Logf("100 KB records, budget %d: in flight peaked at %d bytes; heap in use grew by at most %d MiB (ceiling %d MiB); %d records, 0 lost, 0 duplicates",
 		budget, s.InFlightBytesPeak, grown>>20, (budget+overhead)>>20, res.records)
 }
+
+// TestInFlightRecordsStayWithinProcessBound mirrors small records through a slow
+// target with a per-partition bound (10,000 on each of 4 partitions) that alone would
+// let 40,000 records wait in the producer: the process-wide bound holds them to
+// inFlightRecordsPerProcess, the bound is reached (it was the limit), and everything
+// arrives once.
+func TestInFlightRecordsStayWithinProcessBound(t *testing.T) {
+	const (
+		partitions   = 4
+		perPartition = 12_000
+	)
+	c := newClusters(t, partitions)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, perPartition)
+	slow := slowTarget(c.target, 100*time.Millisecond)
+
+	r := startEngine(t, c.testConfig(t, func(cfg *config.Config) {
+		cfg.MaxInFlightPerPartition = 10_000
+		cfg.DeliveryTimeout.Duration = time.Minute
+	}), testLogger(t))
+	// Hold the target back until the reader has filled the process-wide bound, then
+	// let it go at full speed.
+	testutil.WaitFor(t, 2*time.Minute, "the process-wide bound filled", func() bool {
+		return r.e.Stats().InFlightRecordsPeak >= inFlightRecordsPerProcess*7/8
+	})
+	slow.delay.Store(0)
+	testutil.WaitFor(t, 2*time.Minute, "everything committed", func() bool {
+		s := r.e.Stats()
+		if len(s.Partitions) != partitions {
+			return false
+		}
+		for _, p := range s.Partitions {
+			if p.Committed != perPartition {
+				return false
+			}
+		}
+		return true
+	})
+	s := r.e.Stats()
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	got := readTarget(t, c.target, testTopic, w.total(), time.Second, time.Minute)
+	res := audit(t, w, got, true, true)
+	if res.missing != 0 || res.duplicates != 0 {
+		t.Fatalf("%d missing, %d duplicates; want 0, 0", res.missing, res.duplicates)
+	}
+	if s.MaxInFlightRecords != inFlightRecordsPerProcess {
+		t.Fatalf("process-wide bound %d, want %d", s.MaxInFlightRecords, inFlightRecordsPerProcess)
+	}
+	if s.InFlightRecordsPeak > inFlightRecordsPerProcess {
+		t.Fatalf("%d records in flight at the peak, over the process-wide bound %d", s.InFlightRecordsPeak, inFlightRecordsPerProcess)
+	}
+	t.Logf("%d partitions x %d per-partition bound: %d records in flight at most (process-wide bound %d); %d records, 0 lost, 0 duplicates",
+		partitions, 10_000, s.InFlightRecordsPeak, inFlightRecordsPerProcess, res.records)
+}

@@ -20,6 +20,12 @@ type Stats struct {
 	InFlightBytesPeak int64
 	// MaxInFlightBytes is the byte budget (maxInFlightBytes, or its default).
 	MaxInFlightBytes int64
+	// InFlightRecordsPeak is the most records the process ever held handed to the
+	// producer and not yet acked, all partitions together.
+	InFlightRecordsPeak int64
+	// MaxInFlightRecords is the process-wide bound on those records (see
+	// InFlightRecordsBound).
+	MaxInFlightRecords int64
 	// Lag is the sum of the assigned partitions' lag.
 	Lag int64
 	// Commits counts offset commits the source group coordinator confirmed (for at
@@ -92,6 +98,8 @@ func (e *Engine) Stats() Stats {
 	}
 	s.InFlightBytes, s.InFlightBytesPeak = e.sender.budget.usage()
 	s.MaxInFlightBytes = e.sender.budget.limit
+	_, s.InFlightRecordsPeak = e.sender.records.usage()
+	s.MaxInFlightRecords = e.sender.records.limit
 	s.Groups = e.checkpoints.snapshot()
 	if e.syncs != nil {
 		s.OffsetSyncs, s.OffsetSyncsDropped = e.syncs.written.Load(), e.syncs.dropped.Load()

@@ -169,6 +169,7 @@ type KafkaMirrorSpec struct {
 
 	// maxInFlightPerPartition bounds the records read but not yet acked, per source
 	// partition, so memory stays flat when the target is slow. Default 10000 records.
+	// Each mirror pod holds at most 32768 in all (or this value, when larger).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	MaxInFlightPerPartition int32 `json:"maxInFlightPerPartition,omitempty"`

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror"
 )
 
 // MarshalJSON writes a rate with its derived rates, so the JSON reads without arithmetic.
@@ -197,7 +199,11 @@ type throttleResult struct {
 	CPU     time.Duration `json:"cpuNs"`
 }
 
-func (t throttleResult) bound() int64 { return int64(t.MaxInFlightPerPartition) * int64(t.Partitions) }
+// bound is the most records the engine may hold in flight in the run: partitions x
+// maxInFlightPerPartition, capped by the engine's process-wide bound.
+func (t throttleResult) bound() int64 {
+	return mirror.InFlightRecordsBound(t.MaxInFlightPerPartition, t.Partitions)
+}
 
 func (t throttleResult) rate() float64 {
 	if t.Duration <= 0 {
@@ -432,7 +438,7 @@ func (r *report) finish() {
 	for _, t := range r.Throttled {
 		r.Targets = append(r.Targets, target{
 			fmt.Sprintf("Slow target, maxInFlightPerPartition %d", t.MaxInFlightPerPartition),
-			fmt.Sprintf("in flight <= %d (partitions x limit)", t.bound()),
+			fmt.Sprintf("in flight <= %d (partitions x limit, at most the engine's process-wide bound)", t.bound()),
 			fmt.Sprintf("%d in flight at most, peak RSS %s", t.MaxInFlight, fmtBytes(t.MaxRSS)),
 			t.MaxInFlight <= t.bound(),
 		})

@@ -437,7 +437,7 @@ func (b *bench) throttled(ctx context.Context, maxInFlight int) (throttleResult,
 	})
 	if err == nil {
 		b.logf("  throttled target, maxInFlightPerPartition %d: %d records in flight at most (bound %d), %.0f records/s, peak RSS %s",
-			maxInFlight, res.MaxInFlight, int64(maxInFlight)*int64(b.o.partitions), res.rate(), fmtBytes(res.MaxRSS))
+			maxInFlight, res.MaxInFlight, res.bound(), res.rate(), fmtBytes(res.MaxRSS))
 	}
 	return res, err
 }

@@ -56,7 +56,8 @@ type Config struct {
 	// with an error. Default 2m.
 	DeliveryTimeout Duration `json:"deliveryTimeout,omitempty"`
 	// MaxInFlightPerPartition bounds records read but not yet acked, per source
-	// partition, so memory stays flat when the target is slow. Default 10000.
+	// partition, so memory stays flat when the target is slow. Default 10000. The
+	// process holds at most 32768 in all (or this value, when larger).
 	MaxInFlightPerPartition int `json:"maxInFlightPerPartition,omitempty"`
 	// MaxInFlightBytes bounds the bytes (key, value and headers) of records read but not
 	// yet acked, for the whole process, together with maxInFlightPerPartition: records
