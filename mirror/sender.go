@@ -219,41 +219,34 @@ const ackClockReuse = 256
 
 // readAcks turns producer results into tracker acks until the producer is closed.
 //
+// Successes and errors are read by two goroutines, as sarama's examples do: errors are
+// rare, and a select over both channels, which locks each of them on every wait, cost
+// the ack reader a third of its CPU (docs/performance.md). The errors are still handled
+// in order, on one goroutine, and readAcks returns only when both channels are closed
+// and every error was handled (resendAlone included).
+//
 // The clock is read once per burst rather than once per record (it was 2% of the
-// engine's CPU): again only after the reader had to wait for a result, and at least
-// every ackClockReuse acks. While results were waiting, the reader was busy all along
-// since the last reading, so each of them arrived no later than a few microseconds
-// after it. (Reading it whenever the channel was empty was not enough: sarama hands
-// a response's results over one by one, and the reader often empties the channel
-// between two of them.)
+// engine's CPU): when the results channel was empty before a receive, and at least
+// every ackClockReuse acks. Results waiting behind the first arrived no later than it.
 func (s *sender) readAcks(producer sarama.AsyncProducer) {
-	succ, errs := producer.Successes(), producer.Errors()
+	errsDone := make(chan struct{})
+	go func() {
+		defer close(errsDone)
+		for pe := range producer.Errors() {
+			s.sendFailed(pe)
+		}
+	}()
+	succ := producer.Successes()
 	var now time.Time
 	reuse := 0
 	freed := make([]*outMsg, 0, outFreeBatch)
-	for succ != nil || errs != nil {
-		// The fast path: a result already waiting is taken without a select over both
-		// channels, which locks each of them (the errors channel is nearly always empty).
-		var m *sarama.ProducerMessage
-		ok := true
-		select {
-		case m, ok = <-succ:
-		default:
+	for {
+		if len(succ) == 0 {
 			reuse = 0
-			select {
-			case m, ok = <-succ:
-			case pe, eok := <-errs:
-				if !eok {
-					errs = nil
-				} else {
-					s.sendFailed(pe)
-				}
-				continue
-			}
 		}
+		m, ok := <-succ
 		if !ok {
-			succ = nil
-			continue
+			break
 		}
 		if reuse == 0 {
 			now, reuse = time.Now(), ackClockReuse
@@ -265,6 +258,7 @@ func (s *sender) readAcks(producer sarama.AsyncProducer) {
 			freed = freed[:0]
 		}
 	}
+	<-errsDone
 }
 
 // acked counts o as acked by the target at now and gives its offset to the tracker. It
@@ -453,7 +447,7 @@ func (s *sender) singleProducerKnows(ctx context.Context, topic string, partitio
 // its batch as too large: the topic's limit fell below what the batching producer was
 // sized for (altered while mirroring, or misread). From now on the topic's records go
 // one at a time until the topic loop reads its limit again. It runs on the goroutine
-// that reads the batching producer's results, so refused records are sent again in
+// that reads the batching producer's errors, so refused records are sent again in
 // the order they were refused.
 //
 // Order within the partition is kept for the refused records among themselves, but
