@@ -45,10 +45,13 @@ func (o LogOptions) Build() (logr.Logger, error) {
 	case "console":
 		zc = zap.NewDevelopmentConfig()
 		zc.Development = false
-		zc.DisableStacktrace = true
 	default:
 		return logr.Discard(), fmt.Errorf("--log-format: %q is not console or json", o.Format)
 	}
+	// No Go stack traces in either format: an error says what failed, on which cluster
+	// and why (its message wraps its causes), and a trace of the engine's goroutines in
+	// every error line, zap's production default, reads to an operator like a crash.
+	zc.DisableStacktrace = true
 	zc.Level = zap.NewAtomicLevelAt(level)
 	zc.Sampling = nil
 	z, err := zc.Build()

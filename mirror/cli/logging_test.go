@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"errors"
+	"io"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -56,5 +60,37 @@ func TestNewLoggerWithoutRoot(t *testing.T) {
 	}
 	if !log.V(0).Enabled() || log.V(1).Enabled() {
 		t.Errorf("logger without flags: info enabled %t, debug enabled %t; want info only", log.V(0).Enabled(), log.V(1).Enabled())
+	}
+}
+
+// TestErrorsLogNoStackTrace checks that an error logged in either format carries its
+// message and cause but no Go stack trace.
+func TestErrorsLogNoStackTrace(t *testing.T) {
+	for _, format := range []string{"json", "console"} {
+		t.Run(format, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stderr := os.Stderr
+			os.Stderr = w // zap opens "stderr" when the logger is built
+			log, err := LogOptions{Level: "info", Format: format}.Build()
+			os.Stderr = stderr
+			if err != nil {
+				t.Fatal(err)
+			}
+			log.Error(errors.New("while reading metadata of target topic \"t\": broken pipe"), "Stopped the mirror on a fatal error")
+			w.Close()
+			out, err := io.ReadAll(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(out), "Stopped the mirror on a fatal error") || !strings.Contains(string(out), "broken pipe") {
+				t.Fatalf("the log line lacks the message or its cause: %s", out)
+			}
+			if strings.Contains(string(out), "stacktrace") || strings.Contains(string(out), ".go:") && strings.Contains(string(out), "\n\t") {
+				t.Fatalf("an error logged with a stack trace: %s", out)
+			}
+		})
 	}
 }
