@@ -129,7 +129,7 @@ func (o *outMsg) reset() {
 // 1M-record run (docs/performance.md). outMsgs move between the shared list and a
 // goroutine's own cache outFreeBatch at a time, so the lock is taken once per batch:
 // each claim takes from it (claimState.getOut), each ack reader gives back to it
-// (ackBatch).
+// (readAcks).
 type outFreeList struct {
 	mu   sync.Mutex
 	list []*outMsg
@@ -157,10 +157,10 @@ func (f *outFreeList) take(dst []*outMsg) []*outMsg {
 }
 
 // give adds reset outMsgs to the list, as many as it has room for.
-func (f *outFreeList) give(os []*outMsg) {
+func (f *outFreeList) give(msgs []*outMsg) {
 	f.mu.Lock()
 	if room := outFreeKeep - len(f.list); room > 0 {
-		f.list = append(f.list, os[:min(room, len(os))]...)
+		f.list = append(f.list, msgs[:min(room, len(msgs))]...)
 	}
 	f.mu.Unlock()
 }
