@@ -64,9 +64,9 @@ func TestGroupCheckpointStatus(t *testing.T) {
 	}
 	appOffsets := map[int32]int64{0: 10, 1: 7}
 	liveOffsets := map[int32]int64{0: 5, 1: 15}
-	commitOffsets(t, env.source, app, topic, appOffsets)
-	commitOffsets(t, env.source, live, topic, liveOffsets)
-	commitOffsets(t, env.source, idle, other, map[int32]int64{0: 1})
+	testutil.CommitOffsets(t, env.source.ListenAddrs(), app, topic, appOffsets, "")
+	testutil.CommitOffsets(t, env.source.ListenAddrs(), live, topic, liveOffsets, "")
+	testutil.CommitOffsets(t, env.source.ListenAddrs(), idle, other, map[int32]int64{0: 1}, "")
 
 	create(t, testMirror(ns, name, `grpst\.a`, func(m *v1alpha1.KafkaMirror) {
 		m.Spec.TopicSyncInterval = &metav1.Duration{Duration: time.Second}
@@ -314,38 +314,6 @@ func newKgoClient(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
-}
-
-// commitOffsets commits offsets of topic for group on c, as a consumer that left would
-// have.
-func commitOffsets(t *testing.T, c *kfake.Cluster, group, topic string, offsets map[int32]int64) {
-	t.Helper()
-	sc := sarama.NewConfig()
-	sc.Version = sarama.V3_6_0_0
-	cl, err := sarama.NewClient(c.ListenAddrs(), sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cl.Close() }()
-	req := sarama.NewOffsetCommitRequest(sc, group)
-	for p, o := range offsets {
-		req.AddBlockWithLeaderEpoch(topic, p, o, -1, 0, "")
-	}
-	coordinator, err := cl.Coordinator(group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := coordinator.CommitOffset(req)
-	if err != nil {
-		t.Fatalf("while committing offsets of group %s: %v", group, err)
-	}
-	for _, ps := range resp.Errors {
-		for p, kerr := range ps {
-			if !errors.Is(kerr, sarama.ErrNoError) {
-				t.Fatalf("while committing offsets of group %s: partition %d: %v", group, p, kerr)
-			}
-		}
-	}
 }
 
 // targetGroupMembers is the number of members of group on the target cluster.

@@ -7,7 +7,6 @@ module github.com/kafka-mirror/kafka-mirror-operator/hack/monitoring
 go 1.26.7
 
 require (
-	github.com/IBM/sarama v1.61.1
 	github.com/go-logr/logr v1.4.4
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/kafka-mirror/kafka-mirror-operator v0.0.0-00010101000000-000000000000
@@ -34,6 +33,7 @@ require (
 	github.com/Azure/azure-sdk-for-go/sdk/azidentity v1.15.0 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/internal v1.13.0 // indirect
 	github.com/AzureAD/microsoft-authentication-library-for-go v1.10.1 // indirect
+	github.com/IBM/sarama v1.61.1 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/alecthomas/units v0.0.0-20240927000941-0f3dac36c52b // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect

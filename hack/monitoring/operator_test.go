@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 	"github.com/kafka-mirror/kafka-mirror-operator/controllers"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror"
 )
 
@@ -148,37 +147,8 @@ func groupsMirror(t *testing.T) *v1alpha1.KafkaMirror {
 		t.Cleanup(cl.Close)
 		c.BootstrapServers = cl.ListenAddrs()
 	}
-	commitGroup(t, m.Spec.Source.BootstrapServers, 0, "")
+	testutil.CommitOffsets(t, m.Spec.Source.BootstrapServers, groupsApp, liveTopic, map[int32]int64{0: 0}, "")
 	checkpoint := mirror.CheckpointMetadata{Mirror: controllers.ConsumerGroup(m), At: time.Now().UnixMilli(), SourceTopic: liveTopic}
-	commitGroup(t, m.Spec.Target.BootstrapServers, 0, checkpoint.String())
+	testutil.CommitOffsets(t, m.Spec.Target.BootstrapServers, groupsApp, liveTopic, map[int32]int64{0: 0}, checkpoint.String())
 	return m
-}
-
-// commitGroup commits offset with metadata for partition 0 of liveTopic to groupsApp.
-func commitGroup(t *testing.T, brokers []string, offset int64, metadata string) {
-	t.Helper()
-	sc := sarama.NewConfig()
-	sc.Version = sarama.V3_6_0_0
-	cl, err := sarama.NewClient(brokers, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cl.Close() }()
-	req := sarama.NewOffsetCommitRequest(sc, groupsApp)
-	req.AddBlockWithLeaderEpoch(liveTopic, 0, offset, -1, 0, metadata)
-	coordinator, err := cl.Coordinator(groupsApp)
-	if err != nil {
-		t.Fatalf("while finding the coordinator of %s: %v", groupsApp, err)
-	}
-	resp, err := coordinator.CommitOffset(req)
-	if err != nil {
-		t.Fatalf("while committing the offsets of %s: %v", groupsApp, err)
-	}
-	for _, ps := range resp.Errors {
-		for p, kerr := range ps {
-			if !errors.Is(kerr, sarama.ErrNoError) {
-				t.Fatalf("while committing the offsets of %s, partition %d: %v", groupsApp, p, kerr)
-			}
-		}
-	}
 }

@@ -1,11 +1,12 @@
 // Package testutil holds the small helpers that tests all over the repository need:
 // a buffer a child process or a logger may write while the test reads it, polling with
-// a ceiling (Eventually, WaitFor), a fixture file in a directory, and the offsets a
-// consumer group committed on a Kafka cluster. It is imported only by tests.
+// a ceiling (Eventually, WaitFor), a fixture file in a directory, and committing and
+// reading a consumer group's offsets on a Kafka cluster. It is imported only by tests.
 package testutil
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -83,6 +84,39 @@ func WriteFile(t testing.TB, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// CommitOffsets commits offsets (partition -> offset) of topic for group on the
+// cluster at brokers, each with metadata (empty for none), as a client of the group
+// would; any partition the coordinator refuses fails the test.
+func CommitOffsets(t testing.TB, brokers []string, group, topic string, offsets map[int32]int64, metadata string) {
+	t.Helper()
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V3_6_0_0
+	cl, err := sarama.NewClient(brokers, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cl.Close() }()
+	req := sarama.NewOffsetCommitRequest(sc, group)
+	for p, o := range offsets {
+		req.AddBlockWithLeaderEpoch(topic, p, o, -1, 0, metadata)
+	}
+	coordinator, err := cl.Coordinator(group)
+	if err != nil {
+		t.Fatalf("while finding the coordinator of group %s: %v", group, err)
+	}
+	resp, err := coordinator.CommitOffset(req)
+	if err != nil {
+		t.Fatalf("while committing offsets of group %s: %v", group, err)
+	}
+	for _, ps := range resp.Errors {
+		for p, kerr := range ps {
+			if !errors.Is(kerr, sarama.ErrNoError) {
+				t.Fatalf("while committing offsets of group %s: partition %d: %v", group, p, kerr)
+			}
+		}
+	}
 }
 
 // CommittedOffsets reads the offsets group committed for partitions 0..partitions-1 of
