@@ -64,8 +64,10 @@ func testDemo(t *testing.T, args, wantLines []string) {
 	const records = 3000
 	exactlyOnce := slices.Contains(args, "--exactly-once")
 	cmd := kafkaMirror(append([]string{"demo", "--records", strconv.Itoa(records), "--rate", "600"}, args...)...)
-	// The demo keeps its config and engine log in a new directory under TMPDIR.
-	cmd.Env = append(cmd.Env, "TMPDIR="+t.TempDir())
+	// The demo keeps its config and engine log in a new directory under TMPDIR, and
+	// removes it when it passed.
+	tmp := t.TempDir()
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -86,6 +88,10 @@ func testDemo(t *testing.T, args, wantLines []string) {
 	}
 	text := out.String()
 	t.Logf("the demo took %s:\n%s", time.Since(start).Round(100*time.Millisecond), text)
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		t.Errorf("the demo passed but left %d entries in TMPDIR (%v): its work directory must go", len(left), err)
+	}
+	checkReportTimeLast(t, text)
 
 	report := map[string]int{}
 	for _, m := range regexp.MustCompile(`(?m)^  (produced|mirrored|filtered|lost|duplicated|out of order) +([0-9,]+)  `).FindAllStringSubmatch(text, -1) {
@@ -144,7 +150,8 @@ func TestDemoActiveActive(t *testing.T) {
 	}
 	const records = 2000 // 1,000 per cluster
 	cmd := kafkaMirror("demo", "--active-active", "--records", strconv.Itoa(records), "--rate", "1000")
-	cmd.Env = append(cmd.Env, "TMPDIR="+t.TempDir())
+	tmp := t.TempDir()
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -165,6 +172,10 @@ func TestDemoActiveActive(t *testing.T) {
 	}
 	text := out.String()
 	t.Logf("the active-active demo took %s:\n%s", time.Since(start).Round(100*time.Millisecond), text)
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		t.Errorf("the demo passed but left %d entries in TMPDIR (%v): its work directory must go", len(left), err)
+	}
+	checkReportTimeLast(t, text)
 	want := map[string]int{"own records": 1000, "own, once": 1000, "own, looped back": 0, "from dc1": 1000, "from dc2": 1000,
 		"lost": 0, "duplicated": 0, "out of order": 0, "dropped as looping": 1000}
 	seen := map[string]int{}
@@ -296,5 +307,21 @@ func TestDemoExitCode(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "Error: --rate must not be negative, got -1") {
 		t.Errorf("demo --rate -1 printed %q", out)
+	}
+}
+
+// checkReportTimeLast checks that the report's time is not earlier than the stamp of any
+// event printed before it: it is the demo's whole time.
+func checkReportTimeLast(t *testing.T, text string) {
+	t.Helper()
+	report := regexp.MustCompile(`(?m)^(?:Verification|Active-active) report \(([0-9.]+)s\)$`).FindStringSubmatchIndex(text)
+	if report == nil {
+		t.Fatal("the demo printed no report line with its time")
+	}
+	total, _ := strconv.ParseFloat(text[report[2]:report[3]], 64)
+	for _, m := range regexp.MustCompile(`(?m)^\[ *([0-9.]+)s\]`).FindAllStringSubmatch(text, -1) {
+		if stamp, _ := strconv.ParseFloat(m[1], 64); stamp > total {
+			t.Errorf("an event is stamped %.1fs, later than the report's %.1fs", stamp, total)
+		}
 	}
 }

@@ -113,11 +113,20 @@ func RunActiveActive(ctx context.Context, opts Options) (*ActiveActiveResult, er
 		fmt.Fprintf(out, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
 	dir := opts.WorkDir
+	passed := false
 	if dir == "" {
 		var err error
 		if dir, err = os.MkdirTemp("", "kafka-mirror-demo-aa-"); err != nil {
 			return nil, fmt.Errorf("while creating the demo's work directory: %w", err)
 		}
+		// Gone after a run that went through; kept, and named, after one that did not.
+		defer func() {
+			if passed {
+				_ = os.RemoveAll(dir)
+				return
+			}
+			fmt.Fprintf(out, "The engines' configs and logs are kept in %s (remove it when done).\n", dir)
+		}()
 	}
 	var sides [2]*aaSide
 	var kc [2]*kfake.Cluster
@@ -251,6 +260,7 @@ func RunActiveActive(ctx context.Context, opts Options) (*ActiveActiveResult, er
 	}
 	res.Elapsed = time.Since(start)
 	printActiveActiveReport(out, res)
+	passed = true
 	return res, nil
 }
 

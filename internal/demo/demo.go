@@ -185,10 +185,14 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			return d.result, d.explain(err)
 		}
 	}
+	// Stamped here, not in verify: the scenes after it print events of their own, and the
+	// report must not read earlier than the last of them.
+	d.result.Elapsed = time.Since(d.start)
 	d.printReport()
 	if opts.KeepRunning {
 		d.keepRunning(ctx)
 	}
+	d.passed = true
 	return d.result, nil
 }
 
@@ -226,6 +230,8 @@ type demo struct {
 	observer    *observer
 	configPath  string
 	logPath     string
+	tempDir     string // the work directory the demo created (none with Options.WorkDir)
+	passed      bool   // Run finished every step: the temporary work directory goes
 	log         *os.File
 	metricsAddr string
 
@@ -347,6 +353,7 @@ func (d *demo) writeConfig(context.Context) error {
 		if dir, err = os.MkdirTemp("", "kafka-mirror-demo-"); err != nil {
 			return fmt.Errorf("while creating the demo's work directory: %w", err)
 		}
+		d.tempDir = dir
 	}
 	addr, err := engineproc.FreeLoopbackAddress()
 	if err != nil {
@@ -708,7 +715,6 @@ func (d *demo) verify(ctx context.Context) error {
 		return fmt.Errorf("while listing target topics: %w", err)
 	}
 	_, r.ExcludedOnTarget = existing[topicScratch]
-	r.Elapsed = time.Since(d.start)
 	return nil
 }
 
@@ -816,4 +822,20 @@ func (d *demo) close() {
 	if d.clusters != nil {
 		d.clusters.close()
 	}
+	d.removeWorkDir()
+}
+
+// removeWorkDir deletes the temporary work directory after a run that went through, and
+// otherwise says where it is: its engine log is what explains a failure.
+func (d *demo) removeWorkDir() {
+	if d.tempDir == "" {
+		return
+	}
+	if d.passed {
+		if err := os.RemoveAll(d.tempDir); err != nil {
+			fmt.Fprintf(d.opts.Out, "Could not remove the work directory %s: %v\n", d.tempDir, err)
+		}
+		return
+	}
+	fmt.Fprintf(d.opts.Out, "The engine's config and log are kept in %s (remove it when done).\n", d.tempDir)
 }

@@ -66,7 +66,7 @@ are checked one by one, and -f DIR checks every .yaml, .yml and .json file in a
 directory, so a whole GitOps directory can be checked. --output json prints one JSON
 object instead, for CI annotations.`,
 		Example: `  kafka-mirror validate --config mirror.yaml
-  kafka-mirror validate -f config/samples/kafkamirror.yaml -f deploy/orders.yaml
+  kafka-mirror validate -f config/samples/kafkamirror_v1alpha1_plain.yaml -f deploy/orders.yaml
   kafka-mirror validate -f deploy/mirrors/
   kafka-mirror validate -f deploy/mirrors/ --output json`,
 		Args: cobra.NoArgs,
