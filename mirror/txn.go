@@ -686,6 +686,15 @@ func (t *txnClaim) commit() error {
 	if !t.open {
 		return nil
 	}
+	if t.count == 0 {
+		// Nothing was put in: the transaction opened for a record that never got in (its
+		// target topic was not ready when the session ended). Its offset would be one the
+		// claim never reached (the zero value on a claim's first transaction: the next
+		// owner would mirror the partition again from its start), so it ends with none.
+		// Nothing reached the target either: sarama ends it without a request.
+		t.open = false
+		return t.w.producer.AbortTxn()
+	}
 	k := e.keeper
 	meta := txnProgressMetadata(c.topic, c.part.partition)
 	offs := map[string][]*sarama.PartitionOffsetMetadata{
