@@ -85,8 +85,11 @@ func (p *partitionState) dropped(why dropReason) {
 
 func (p *partitionState) attach(tr *offsets.Tracker, claim sarama.ConsumerGroupClaim) {
 	// The claim starts at the group's committed offset; showing it at once gives lag
-	// and the commit gauge a value before this process's first commit.
-	if off := claim.InitialOffset(); off >= 0 && p.committed.Load() < 0 {
+	// and the commit gauge a value before this process's first commit. It is taken at
+	// every assignment, not only the first: while the partition was away another member
+	// may have committed past what this process last committed, and with nothing new to
+	// read no commit of this process would ever correct the value.
+	if off := claim.InitialOffset(); off >= 0 {
 		p.committed.Store(off)
 	}
 	p.mu.Lock()
