@@ -33,6 +33,9 @@ type claimState struct {
 	part    *partitionState
 	tracker *offsets.Tracker
 	topic   string
+	// topicID is the source topic's ID when the session started ("" when unknown):
+	// every position the claim stores names it.
+	topicID string
 	// target is the renamed source topic, computed once per claim.
 	target string
 	// ready caches the target topics found ready for this claim and their partition
@@ -94,6 +97,7 @@ func (s *stream) startClaim(claim sarama.ConsumerGroupClaim, trackerSize int) (*
 		part:      part,
 		tracker:   offsets.New(trackerSize),
 		topic:     claim.Topic(),
+		topicID:   ss.ids[claim.Topic()],
 		target:    e.sel.TargetName(claim.Topic()),
 		confirmed: -1,
 		sendCtx:   ss.drain,

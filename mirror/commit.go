@@ -24,6 +24,8 @@ type commitOffset struct {
 	topic     string
 	partition int32
 	next      int64
+	// topicID names the topic's incarnation the offset belongs to ("" when unknown).
+	topicID string
 	// err is the coordinator's answer for this partition, nil when it confirmed.
 	err error
 }
@@ -70,7 +72,7 @@ func (g groupCommitter) Commit(offs []commitOffset) error {
 		timestamp = sarama.ReceiveTime
 	}
 	for _, o := range offs {
-		req.AddBlockWithLeaderEpoch(o.topic, o.partition, o.next, -1, timestamp, "")
+		req.AddBlockWithLeaderEpoch(o.topic, o.partition, o.next, -1, timestamp, withTopicID(sourceCommitMetadata, o.topicID))
 	}
 	resp, err := broker.CommitOffset(req)
 	if err != nil {

@@ -25,6 +25,7 @@ const (
 	metricRebalances  = "kafka_mirror_rebalances_total"
 	metricListenerErr = "kafka_mirror_listener_errors_total"
 	metricResumed     = "kafka_mirror_resumed_from_target_total"
+	metricRecreated   = "kafka_mirror_topic_recreated_total"
 	metricLoopDropped = "kafka_mirror_loop_dropped_records_total"
 )
 
@@ -49,7 +50,7 @@ type metrics struct {
 	// past the listener timeout), which the handler package contains and never returns.
 	listenerErrors prometheus.Counter
 
-	records, bytes, filtered, skipped, inFlight, committed, lag, waiting, resumed *prometheus.Desc
+	records, bytes, filtered, skipped, inFlight, committed, lag, waiting, resumed, recreated *prometheus.Desc
 	// loopDropped is labelled by reason too (loopReason*).
 	loopDropped *prometheus.Desc
 }
@@ -92,6 +93,7 @@ func newMetrics() *metrics {
 		lag:       d(metricLag, "Source high watermark minus the committed offset."),
 		waiting:   d(metricWaiting, "1 while the partition waits for its target topic to exist or grow."),
 		resumed:   d(metricResumed, "Assignments that started from the target-side progress because the source group had no offset."),
+		recreated: d(metricRecreated, "Assignments that found the source topic deleted and created again (a new topic ID) and started at its beginning."),
 		loopDropped: prometheus.NewDesc(metricLoopDropped,
 			"Source records dropped by loop prevention (provenance): reason fromTarget (they came from the target cluster) or maxHops.",
 			append(slices.Clone(partitionLabels), "reason"), nil),
@@ -123,7 +125,7 @@ type partitionCollector struct {
 // Describe sends the per-partition descriptors.
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.m.records, c.m.bytes, c.m.filtered, c.m.skipped,
-		c.m.inFlight, c.m.committed, c.m.lag, c.m.waiting, c.m.resumed, c.m.loopDropped} {
+		c.m.inFlight, c.m.committed, c.m.lag, c.m.waiting, c.m.resumed, c.m.recreated, c.m.loopDropped} {
 		ch <- d
 	}
 }
@@ -144,6 +146,7 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.m.filtered, s.Filtered)
 		counter(c.m.skipped, s.Skipped)
 		counter(c.m.resumed, s.ResumedFromTarget)
+		counter(c.m.recreated, s.Recreated)
 		if s.LoopFromTarget+s.LoopOverHops > 0 {
 			ch <- prometheus.MustNewConstMetric(c.m.loopDropped, prometheus.CounterValue, float64(s.LoopFromTarget), s.Topic, lv[1], loopReasonFromTarget)
 			ch <- prometheus.MustNewConstMetric(c.m.loopDropped, prometheus.CounterValue, float64(s.LoopOverHops), s.Topic, lv[1], loopReasonMaxHops)

@@ -39,6 +39,9 @@ type partitionState struct {
 	// resumed counts assignments that started from the target-side progress because
 	// the source group had no offset.
 	resumed atomic.Int64
+	// recreated counts assignments that found the source topic re-created (a new topic
+	// ID) and started at its beginning, ignoring the old topic's stored position.
+	recreated atomic.Int64
 	// probing is set while a caught-up probe of the partition runs (caughtUp), and
 	// idleAt is the commit point at which the partition was last seen idle, or -1.
 	probing atomic.Bool
@@ -165,6 +168,7 @@ func (p *partitionState) snapshot() PartitionStats {
 		Consumed:          -1,
 		WaitingForTarget:  p.waiting.Load() == 1,
 		ResumedFromTarget: p.resumed.Load(),
+		Recreated:         p.recreated.Load(),
 		LoopFromTarget:    p.fromTarget.Load(),
 		LoopOverHops:      p.overHops.Load(),
 	}

@@ -34,7 +34,8 @@ func ProgressGroup(consumerGroup string) string { return consumerGroup + progres
 
 // progressMetadata is the commit metadata of a target-side entry. It names the source
 // partition whose offset the entry holds, so that an entry is used only for the
-// partition that wrote it.
+// partition that wrote it; the entry written appends the topic ID (withTopicID), so
+// that it is used only for the incarnation of the topic that wrote it.
 func progressMetadata(topic string, partition int32) string {
 	return fmt.Sprintf("kafka-mirror source offset of %s/%d", topic, partition)
 }
@@ -67,6 +68,7 @@ func progressMetadata(topic string, partition int32) string {
 //   - A source group offset that exists always wins, lower or higher: the target-side
 //     entry is read only for a partition the source group has no offset for.
 type progressKeeper struct {
+	e           *Engine
 	group       string
 	sourceGroup string
 	initial     config.InitialOffset
@@ -79,14 +81,15 @@ type progressKeeper struct {
 	log    logr.Logger
 
 	mu      sync.Mutex
-	pending map[partitionKey]int64 // source partition -> next offset, not yet written
-	missing map[partitionKey]bool  // partitions the target has no key for, logged once
-	failing bool                   // the last write failed; logged once until it works again
+	pending map[partitionKey]position // source partition -> next offset, not yet written
+	missing map[partitionKey]bool     // partitions the target has no key for, logged once
+	failing bool                      // the last write failed; logged once until it works again
 	wake    chan struct{}
 }
 
 func newProgressKeeper(e *Engine, sourceAdmin, targetAdmin sarama.ClusterAdmin, target sarama.Client) *progressKeeper {
 	return &progressKeeper{
+		e:           e,
 		group:       ProgressGroup(e.cfg.ConsumerGroup),
 		sourceGroup: e.cfg.ConsumerGroup,
 		initial:     e.cfg.InitialOffset,
@@ -95,21 +98,31 @@ func newProgressKeeper(e *Engine, sourceAdmin, targetAdmin sarama.ClusterAdmin, 
 		targetAdmin: targetAdmin,
 		target:      target,
 		log:         e.log.WithValues("progressGroup", ProgressGroup(e.cfg.ConsumerGroup)),
-		pending:     map[partitionKey]int64{},
+		pending:     map[partitionKey]position{},
 		missing:     map[partitionKey]bool{},
 		wake:        make(chan struct{}, 1),
 	}
 }
 
+// position is a committed offset and the topic incarnation it belongs to.
+type position struct {
+	next    int64
+	topicID string
+}
+
+// newer reports whether p replaces cur in a queue: a later offset, or any offset of
+// another incarnation (the topic was re-created: its offsets started again).
+func (p position) newer(cur position) bool { return p.next > cur.next || p.topicID != cur.topicID }
+
 // record queues the offsets just committed to the source group for the target.
-func (k *progressKeeper) record(marks map[partitionKey]int64) {
+func (k *progressKeeper) record(marks map[partitionKey]position) {
 	if len(marks) == 0 {
 		return
 	}
 	k.mu.Lock()
-	for tp, next := range marks {
-		if cur, ok := k.pending[tp]; !ok || next > cur {
-			k.pending[tp] = next
+	for tp, p := range marks {
+		if cur, ok := k.pending[tp]; !ok || p.newer(cur) {
+			k.pending[tp] = p
 		}
 	}
 	k.mu.Unlock()
@@ -160,14 +173,14 @@ func (k *progressKeeper) flushAndLog() {
 func (k *progressKeeper) flush() error {
 	k.mu.Lock()
 	batch := k.pending
-	k.pending = make(map[partitionKey]int64, len(batch))
+	k.pending = make(map[partitionKey]position, len(batch))
 	k.mu.Unlock()
 	if len(batch) == 0 {
 		return nil
 	}
 	req := sarama.NewOffsetCommitRequest(k.target.Config(), k.group)
-	for tp, next := range batch {
-		req.AddBlockWithLeaderEpoch(k.targetName(tp.topic), tp.partition, next, -1, 0, progressMetadata(tp.topic, tp.partition))
+	for tp, p := range batch {
+		req.AddBlockWithLeaderEpoch(k.targetName(tp.topic), tp.partition, p.next, -1, 0, withTopicID(progressMetadata(tp.topic, tp.partition), p.topicID))
 	}
 	coordinator, err := k.target.Coordinator(k.group)
 	if err != nil {
@@ -182,7 +195,7 @@ func (k *progressKeeper) flush() error {
 	}
 	var errs []error
 	refresh := false
-	for tp, next := range batch {
+	for tp, p := range batch {
 		target := k.targetName(tp.topic)
 		kerr := sarama.ErrIncompleteResponse
 		if ps, ok := resp.Errors[target]; ok {
@@ -207,7 +220,7 @@ func (k *progressKeeper) flush() error {
 				errors.Is(kerr, sarama.ErrOffsetsLoadInProgress) {
 				refresh = true
 			}
-			k.requeue(map[partitionKey]int64{tp: next})
+			k.requeue(map[partitionKey]position{tp: p})
 			errs = append(errs, fmt.Errorf("%s/%d: %w", target, tp.partition, kerr))
 		}
 	}
@@ -220,12 +233,12 @@ func (k *progressKeeper) flush() error {
 	return nil
 }
 
-func (k *progressKeeper) requeue(batch map[partitionKey]int64) {
+func (k *progressKeeper) requeue(batch map[partitionKey]position) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for tp, next := range batch {
-		if cur, ok := k.pending[tp]; !ok || next > cur {
-			k.pending[tp] = next
+	for tp, p := range batch {
+		if cur, ok := k.pending[tp]; !ok || p.next > cur.next && p.topicID == cur.topicID {
+			k.pending[tp] = p
 		}
 	}
 }
@@ -235,7 +248,10 @@ func (k *progressKeeper) requeue(batch map[partitionKey]int64) {
 // to the target-side progress when there is one (sarama then starts the claim there
 // and the next commit writes it back to the source group), and otherwise logs that the
 // partition starts at initialOffset. It returns the partitions resumed from the target.
-// A partition with a source group offset is left alone: that offset always wins.
+// A partition with a source group offset is left alone: that offset always wins, unless
+// it names another incarnation of the topic (incarnation.go). A position of another
+// incarnation, in either group, is never used: the partition starts at the beginning
+// of the topic as it is now.
 //
 // When either group cannot be read for a passing reason (coordinator moving or
 // unreachable, no answer within resumeLookupLimit), resume returns an error rather
@@ -244,19 +260,20 @@ func (k *progressKeeper) requeue(batch map[partitionKey]int64) {
 // principal may not read the target-side group, waiting cannot help: resume logs how
 // to grant it and goes on as if there were no target-side progress. The look-ups end
 // with the session.
-func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, log logr.Logger) ([]partitionKey, error) {
+func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, source sarama.Client, ids map[string]string, log logr.Logger) ([]partitionKey, error) {
 	if k == nil {
 		return nil, nil
 	}
 	type found struct {
-		none []partitionKey
-		tgt  *sarama.OffsetFetchResponse
-		err  error
+		none  []partitionKey
+		stale map[partitionKey]string
+		tgt   *sarama.OffsetFetchResponse
+		err   error
 	}
 	done := make(chan found, 1)
 	go func() {
-		none, tgt, err := k.lookup(sess.Claims())
-		done <- found{none, tgt, err}
+		none, stale, tgt, err := k.lookup(sess.Claims(), ids)
+		done <- found{none, stale, tgt, err}
 	}()
 	var f found
 	select {
@@ -269,15 +286,28 @@ func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, log logr.Logge
 	if f.err != nil {
 		return nil, fmt.Errorf("while reading the offsets of source group %q and target-side group %q: %w", k.sourceGroup, k.group, f.err)
 	}
+	for tp, old := range f.stale {
+		if err := k.e.restartIncarnation(sess, source, tp, old, ids[tp.topic], "source group "+k.sourceGroup); err != nil {
+			return nil, err
+		}
+	}
 	var resumed []partitionKey
 	for _, tp := range f.none {
-		if b := blockOf(f.tgt, k.targetName(tp.topic), tp.partition); b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 &&
-			b.Metadata == progressMetadata(tp.topic, tp.partition) {
-			sess.MarkOffset(tp.topic, tp.partition, b.Offset, "")
-			resumed = append(resumed, tp)
-			log.Info("Resumed from the target-side progress: the source group has no offset for this partition (expired or deleted)",
-				"topic", tp.topic, "partition", tp.partition, "offset", b.Offset, "group", k.sourceGroup, "progressGroup", k.group)
-			continue
+		b := blockOf(f.tgt, k.targetName(tp.topic), tp.partition)
+		if b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 {
+			switch verdict, stored := judgeEntry(b.Metadata, progressMetadata(tp.topic, tp.partition), ids[tp.topic]); {
+			case verdict.usable():
+				sess.MarkOffset(tp.topic, tp.partition, b.Offset, "")
+				resumed = append(resumed, tp)
+				log.Info("Resumed from the target-side progress: the source group has no offset for this partition (expired or deleted)",
+					"topic", tp.topic, "partition", tp.partition, "offset", b.Offset, "group", k.sourceGroup, "progressGroup", k.group)
+				continue
+			case verdict == entryOtherIncarnation:
+				if err := k.e.restartIncarnation(sess, source, tp, stored, ids[tp.topic], "target-side group "+k.group); err != nil {
+					return nil, err
+				}
+				continue
+			}
 		}
 		log.Info("Started partition at initialOffset: neither the source group nor the target-side progress has an offset for it",
 			"topic", tp.topic, "partition", tp.partition, "initialOffset", k.initial, "group", k.sourceGroup, "progressGroup", k.group)
@@ -285,18 +315,23 @@ func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, log logr.Logge
 	return resumed, nil
 }
 
-// lookup returns the claimed partitions the source group has no offset for and, when
-// there are any, the target-side group's offsets of them.
-func (k *progressKeeper) lookup(claims map[string][]int32) ([]partitionKey, *sarama.OffsetFetchResponse, error) {
+// lookup returns the claimed partitions the source group has no offset for, those
+// whose source group offset names another incarnation of the topic (with the ID it
+// names), and, when there are any of the first, the target-side group's offsets of them.
+func (k *progressKeeper) lookup(claims map[string][]int32, ids map[string]string) ([]partitionKey, map[partitionKey]string, *sarama.OffsetFetchResponse, error) {
 	src, err := listOffsets(k.sourceAdmin, k.sourceGroup, claims)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var none []partitionKey
+	stale := map[partitionKey]string{}
 	ask := map[string][]int32{}
 	for topic, parts := range claims {
 		for _, p := range parts {
 			if b := blockOf(src, topic, p); b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 {
+				if verdict, stored := judgeEntry(b.Metadata, sourceCommitMetadata, ids[topic]); verdict == entryOtherIncarnation {
+					stale[partitionKey{topic, p}] = stored
+				}
 				continue
 			}
 			none = append(none, partitionKey{topic, p})
@@ -304,7 +339,7 @@ func (k *progressKeeper) lookup(claims map[string][]int32) ([]partitionKey, *sar
 		}
 	}
 	if len(none) == 0 {
-		return nil, nil, nil
+		return nil, stale, nil, nil
 	}
 	sort.Slice(none, func(i, j int) bool {
 		if none[i].topic != none[j].topic {
@@ -316,9 +351,9 @@ func (k *progressKeeper) lookup(claims map[string][]int32) ([]partitionKey, *sar
 	if errors.Is(err, sarama.ErrGroupAuthorizationFailed) || errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
 		k.log.Error(err, "Cannot read the target-side progress: grant the mirror's target principal Read on this group and Read and Describe on the target topics; partitions without a source group offset start at initialOffset",
 			"initialOffset", k.initial)
-		return none, nil, nil
+		return none, stale, nil, nil
 	}
-	return none, tgt, err
+	return none, stale, tgt, err
 }
 
 // blockOf is resp's answer for one partition, nil when there is none.
@@ -361,10 +396,10 @@ func (p *progressCommitter) Commit(offs []commitOffset) error {
 	if err := p.source.Commit(offs); err != nil {
 		return err
 	}
-	confirmed := make(map[partitionKey]int64, len(offs))
+	confirmed := make(map[partitionKey]position, len(offs))
 	for _, o := range offs {
 		if o.err == nil {
-			confirmed[partitionKey{o.topic, o.partition}] = o.next
+			confirmed[partitionKey{o.topic, o.partition}] = position{next: o.next, topicID: o.topicID}
 		}
 	}
 	if len(confirmed) > 0 {

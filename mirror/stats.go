@@ -38,6 +38,9 @@ type Stats struct {
 	// ResumedFromTarget counts partition assignments that started from the target-side
 	// progress because the source group had no offset (expired or deleted).
 	ResumedFromTarget int64
+	// Recreated counts partition assignments that found their source topic deleted and
+	// created again (a new topic ID) and started at the new topic's beginning.
+	Recreated int64
 	// LoopDropped counts source records that loop prevention (provenance) dropped:
 	// LoopFromTarget plus LoopOverHops of the partitions.
 	LoopDropped int64
@@ -82,6 +85,9 @@ type PartitionStats struct {
 	// ResumedFromTarget counts the assignments of this partition that started from the
 	// target-side progress.
 	ResumedFromTarget int64
+	// Recreated counts the assignments of this partition that found its topic deleted
+	// and created again (a new topic ID) and started at the new topic's beginning.
+	Recreated int64
 	// LoopFromTarget counts records dropped because their provenance named the target
 	// cluster; LoopOverHops those dropped because they had provenance.maxHops hops.
 	LoopFromTarget, LoopOverHops int64
@@ -112,6 +118,7 @@ func (e *Engine) Stats() Stats {
 		s.Skipped += ps.Skipped
 		s.InFlight += ps.InFlight
 		s.ResumedFromTarget += ps.ResumedFromTarget
+		s.Recreated += ps.Recreated
 		s.LoopDropped += ps.LoopFromTarget + ps.LoopOverHops
 		if ps.Assigned {
 			s.Lag += ps.Lag

@@ -48,8 +48,11 @@ type stream struct {
 // sessionState is one group session (one generation) of a stream.
 type sessionState struct {
 	committer offsetCommitter
-	mu        sync.Mutex // guards claims
-	claims    []*claimState
+	// ids are the source topics' IDs when the session started: the incarnation its
+	// claims read and every position they store names (incarnation.go).
+	ids    map[string]string
+	mu     sync.Mutex // guards claims
+	claims []*claimState
 	// commitMu makes the periodic and the final commits take turns; it also guards
 	// every claim's confirmed offset.
 	commitMu sync.Mutex
@@ -161,6 +164,7 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 		e.joined.Add(1)
 	}
 	ss := &sessionState{
+		ids:       e.topics.topicIDs(),
 		committer: newProgressCommitter(groupCommitter{client: s.client, group: e.cfg.ConsumerGroup, session: sess}, e.keeper),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -182,9 +186,9 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 	var resumed []partitionKey
 	var err error
 	if e.txn != nil {
-		err = e.txn.assign(sess, s.log)
+		err = e.txn.assign(sess, s.client, ss.ids, s.log)
 	} else {
-		resumed, err = e.keeper.resume(sess, s.log)
+		resumed, err = e.keeper.resume(sess, s.client, ss.ids, s.log)
 	}
 	if err != nil {
 		return err
@@ -289,7 +293,7 @@ func (e *Engine) commitOnce(ss *sessionState, claims []*claimState) error {
 	var owners []*claimState
 	for _, c := range claims {
 		if cp, ok := c.tracker.CommitPoint(); ok && cp > c.confirmed {
-			offs = append(offs, commitOffset{topic: c.topic, partition: c.part.partition, next: cp})
+			offs = append(offs, commitOffset{topic: c.topic, partition: c.part.partition, next: cp, topicID: c.topicID})
 			owners = append(owners, c)
 		}
 	}

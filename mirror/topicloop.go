@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -10,15 +11,18 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
-// topicSet is the sorted list of selected source topics the streams consume, with a
-// channel closed whenever it changes so a stream can restart its Consume call.
+// topicSet is the sorted list of selected source topics the streams consume and their
+// topic IDs, with a channel closed whenever either changes so a stream can restart its
+// Consume call: a topic whose ID changed was deleted and created again, and a new
+// session must judge the stored positions against the new ID (incarnation.go).
 type topicSet struct {
 	mu      sync.Mutex
 	list    []string
+	ids     map[string]string
 	changed chan struct{}
 }
 
-func newTopicSet() topicSet { return topicSet{changed: make(chan struct{})} }
+func newTopicSet() topicSet { return topicSet{changed: make(chan struct{}), ids: map[string]string{}} }
 
 func (s *topicSet) get() ([]string, <-chan struct{}) {
 	s.mu.Lock()
@@ -26,17 +30,35 @@ func (s *topicSet) get() ([]string, <-chan struct{}) {
 	return s.list, s.changed
 }
 
-// set publishes list and reports whether it differs from the current one.
-func (s *topicSet) set(list []string) bool {
+// topicIDs returns the known IDs of the selected topics (a copy).
+func (s *topicSet) topicIDs() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if slices.Equal(s.list, list) {
-		return false
+	return maps.Clone(s.ids)
+}
+
+// set publishes list and reports whether it differs from the current one. ids, when
+// not nil, are the topics' IDs as just read: a topic whose ID differs from the one
+// known before counts as a change too (recreated names those topics).
+func (s *topicSet) set(list []string, ids map[string]string) (changed bool, recreated []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed = !slices.Equal(s.list, list)
+	if ids != nil {
+		for _, t := range list {
+			if old, ok := s.ids[t]; ok && ids[t] != "" && old != ids[t] {
+				recreated = append(recreated, t)
+			}
+		}
+		s.ids = ids
+	}
+	if !changed && len(recreated) == 0 {
+		return false, nil
 	}
 	s.list = list
 	close(s.changed)
 	s.changed = make(chan struct{})
-	return true
+	return changed, recreated
 }
 
 // topicLoop syncs target topics (when syncTopics is on) and re-selects source topics
@@ -89,7 +111,18 @@ func (tl *topicLoop) runOnce(ctx context.Context) error {
 		return fmt.Errorf("while reading the source cluster's topics: %w", err)
 	}
 	selected := tl.e.sel.Select(all)
-	if tl.e.topics.set(selected) || (len(selected) == 0 && !tl.warnedEmpty) {
+	ids, err := sourceTopicIDs(ctx, tl.conns.sourceAdmin, selected)
+	if err != nil {
+		// Known IDs are kept; positions are judged against them until the next read.
+		tl.e.log.Error(err, "Failed to read the source topics' IDs; a topic re-created meanwhile is noticed at the next topic sync")
+		ids = nil
+	}
+	changed, recreated := tl.e.topics.set(selected, ids)
+	for _, t := range recreated {
+		tl.e.log.Info("Warning: a source topic was deleted and created again while mirrored; its partitions are assigned anew and start at the new topic's beginning",
+			"topic", t, "topicId", ids[t])
+	}
+	if changed || (len(selected) == 0 && !tl.warnedEmpty) {
 		if len(selected) == 0 {
 			tl.warnedEmpty = true
 			tl.e.log.Info("No source topic matches the selection; waiting for one to appear",

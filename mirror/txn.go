@@ -129,8 +129,10 @@ func (x *exactlyOnce) put(sess sarama.ConsumerGroupSession, tp partitionKey, w *
 // comes first: the previous owner's open transaction is aborted (or its commit
 // completed) before the offset is read, so the offset read is final. A partition
 // without a target-side offset starts at the source group's offset (a mirror that ran
-// at-least-once before), else at initialOffset.
-func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, log logr.Logger) error {
+// at-least-once before), else at initialOffset. A position of another incarnation of
+// the topic is never used (incarnation.go): the partition starts at the beginning of
+// the topic as it is now.
+func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, source sarama.Client, ids map[string]string, log logr.Logger) error {
 	e := x.e
 	type opened struct {
 		tp  partitionKey
@@ -184,21 +186,36 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, log logr.Logger) 
 		closeAll()
 		return fmt.Errorf("while reading the offsets of source group %q: %w", k.sourceGroup, err)
 	}
-	for tp, w := range writers {
+	for tp := range writers {
+		id := ids[tp.topic]
+		// The target entry: written in a transaction, or by an at-least-once run (a
+		// backup of the source group's offset).
+		var txnEntry, alEntry entryVerdict
+		var stored string
 		b := blockOf(tgt, k.targetName(tp.topic), tp.partition)
-		srcOff := int64(-1)
+		if b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 {
+			if txnEntry, stored = judgeEntry(b.Metadata, txnProgressMetadata(tp.topic, tp.partition), id); txnEntry == entryForeign {
+				alEntry, stored = judgeEntry(b.Metadata, progressMetadata(tp.topic, tp.partition), id)
+			}
+		}
+		srcOff, srcEntry, srcStored := int64(-1), entryForeign, ""
 		if sb := blockOf(src, tp.topic, tp.partition); sb != nil && errors.Is(sb.Err, sarama.ErrNoError) {
 			srcOff = sb.Offset
+			srcEntry, srcStored = judgeEntry(sb.Metadata, sourceCommitMetadata, id)
 		}
+		var err error
 		switch {
-		case b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 && b.Metadata == txnProgressMetadata(tp.topic, tp.partition):
+		case txnEntry.usable():
 			seek(sess, tp, b.Offset)
 			log.V(1).Info("Resumed from the offset committed in the last target transaction",
 				"topic", tp.topic, "partition", tp.partition, "offset", b.Offset, "sourceGroupOffset", srcOff)
-		case b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset > srcOff && b.Metadata == progressMetadata(tp.topic, tp.partition):
-			// Written by an at-least-once run: a backup of the source group's offset.
+		case txnEntry == entryOtherIncarnation || alEntry == entryOtherIncarnation:
+			err = e.restartIncarnation(sess, source, tp, stored, id, "target-side group "+k.group)
+		case alEntry.usable() && b.Offset > srcOff:
 			seek(sess, tp, b.Offset)
 			log.Info("Started exactly-once from the at-least-once target-side progress", "topic", tp.topic, "partition", tp.partition, "offset", b.Offset)
+		case srcOff >= 0 && srcEntry == entryOtherIncarnation:
+			err = e.restartIncarnation(sess, source, tp, srcStored, id, "source group "+k.sourceGroup)
 		case srcOff >= 0:
 			log.Info("Started exactly-once from the source group's offset: the target holds no transaction of this partition yet",
 				"topic", tp.topic, "partition", tp.partition, "offset", srcOff)
@@ -206,6 +223,12 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, log logr.Logger) 
 			log.Info("Started partition at initialOffset: neither the target nor the source group has an offset for it",
 				"topic", tp.topic, "partition", tp.partition, "initialOffset", e.cfg.InitialOffset)
 		}
+		if err != nil {
+			closeAll()
+			return err
+		}
+	}
+	for tp, w := range writers {
 		x.put(sess, tp, w)
 	}
 	return nil
@@ -696,7 +719,7 @@ func (t *txnClaim) commit() error {
 		return t.w.producer.AbortTxn()
 	}
 	k := e.keeper
-	meta := txnProgressMetadata(c.topic, c.part.partition)
+	meta := withTopicID(txnProgressMetadata(c.topic, c.part.partition), c.topicID)
 	offs := map[string][]*sarama.PartitionOffsetMetadata{
 		c.target: {{Partition: c.part.partition, Offset: t.next, LeaderEpoch: -1, Metadata: &meta}},
 	}
