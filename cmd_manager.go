@@ -68,6 +68,8 @@ holds operator and engine.`,
 		"comma-separated URL patterns (https://host[:port][/path]; * matches any characters but ':' and '/' in the host and port, any in the path) every endpoint a KafkaMirror names (sasl.oauth.tokenUrl) must match; with --allowed-bootstrap-servers set and this empty, every endpoint is refused (env ALLOWED_ENDPOINTS)")
 	f.BoolVar(&o.AllowAssumeRole, "allow-assume-role", false,
 		"let the operator's topic sync assume a KafkaMirror's sasl.aws.roleArn with the operator's own AWS identity; false stalls such a KafkaMirror (AssumeRoleNotAllowed)")
+	f.BoolVar(&o.RefusePrivilegedPods, "refuse-privileged-pods", false,
+		"stall a KafkaMirror whose spec.pod settings go beyond the restricted Pod Security Standard (privileged, added capabilities, root, hostPath volumes, ...), naming each field (PrivilegedPodNotAllowed)")
 	f.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica through a Lease (turn on when running more than one replica)")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"),

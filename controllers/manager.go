@@ -65,6 +65,9 @@ type ManagerOptions struct {
 	// sasl.aws.roleArn with the operator's own AWS identity. Default false: such a
 	// KafkaMirror is Stalled (AssumeRoleNotAllowed).
 	AllowAssumeRole bool
+	// RefusePrivilegedPods stalls a KafkaMirror whose spec.pod settings go beyond the
+	// "restricted" Pod Security Standard (PrivilegedPodNotAllowed), naming each field.
+	RefusePrivilegedPods bool
 	// HealthProbeAddress serves /healthz and /readyz; "0" turns them off.
 	HealthProbeAddress string
 	// LeaderElection makes replicas of the operator elect one leader through a Lease;
@@ -186,6 +189,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 
 		AllowedBootstrapServers: allowed,
 	}
+	r.rendered.refusePrivileged = o.RefusePrivilegedPods
 	if err := r.SetupWithManager(mgr, o); err != nil {
 		return nil, err
 	}

@@ -272,6 +272,7 @@ var warningReasons = map[string]bool{
 	v1alpha1.ReasonBootstrapServerNotAllowed: true,
 	v1alpha1.ReasonEndpointNotAllowed:        true,
 	v1alpha1.ReasonAssumeRoleNotAllowed:      true,
+	v1alpha1.ReasonPrivilegedPodNotAllowed:   true,
 	v1alpha1.ReasonMirrorLoop:                true,
 	v1alpha1.ReasonAutoscalerConflict:        true,
 	v1alpha1.ReasonSecretNotFound:            true,

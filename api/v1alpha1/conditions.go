@@ -61,6 +61,11 @@ const (
 	// own identity for the topic sync, and the operator was not started with
 	// --allow-assume-role. The message names the field.
 	ReasonAssumeRoleNotAllowed = "AssumeRoleNotAllowed"
+	// ReasonPrivilegedPodNotAllowed (Stalled=True, Ready=False, TopicsSynced=False): the
+	// operator runs with --refuse-privileged-pods and spec.pod asks for more than the
+	// "restricted" Pod Security Standard allows (a privileged container, an added
+	// capability, root, a hostPath volume, ...). The message names each field.
+	ReasonPrivilegedPodNotAllowed = "PrivilegedPodNotAllowed"
 	// ReasonMirrorLoop (Stalled=True, Ready=False, TopicsSynced=False): another
 	// KafkaMirror mirrors this one's target back into its source under the same topic
 	// names, and spec.provenance.enabled is not true on both, so records would loop
