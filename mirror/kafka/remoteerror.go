@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/aws/smithy-go"
 	"golang.org/x/oauth2"
 )
 
@@ -63,3 +64,15 @@ func cutRemoteError(err error) error {
 // noRedirects makes an HTTP client stop at a redirect: an endpoint the allow-list
 // admitted must not send the request, and the credentials in it, somewhere else.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// cutAWSError keeps of an AWS error (STS refusing to assume a role, say) its error code:
+// AWS's message names the caller's identity and the role ("User: arn:aws:sts::...:assumed-role/...
+// is not authorized to perform: sts:AssumeRole on resource: ..."), which must not reach a
+// tenant's status. Any other error is cut like cutRemoteError's.
+func cutAWSError(err error) error {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return fmt.Errorf("AWS answered %s", api.ErrorCode())
+	}
+	return cutRemoteError(err)
+}

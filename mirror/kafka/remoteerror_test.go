@@ -1,11 +1,13 @@
 package kafka
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/aws/smithy-go"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -71,5 +73,15 @@ func TestOAuthErrorBodyNotRepeated(t *testing.T) {
 				t.Errorf("error %q: want it to name the endpoint and %q", msg, tc.want)
 			}
 		})
+	}
+}
+
+// TestAWSErrorMessageNotRepeated: STS's refusal names the caller's role; only its code is kept.
+func TestAWSErrorMessageNotRepeated(t *testing.T) {
+	err := fmt.Errorf("operation error STS: AssumeRole: %w", &smithy.GenericAPIError{Code: "AccessDenied",
+		Message: "User: arn:aws:sts::123456789012:assumed-role/kafka-mirror-operator/i-0 is not authorized to perform: sts:AssumeRole"})
+	got := cutAWSError(err).Error()
+	if got != "AWS answered AccessDenied" {
+		t.Errorf("cutAWSError = %q, want only the code", got)
 	}
 }

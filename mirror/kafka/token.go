@@ -106,7 +106,7 @@ func (p *mskTokenProvider) Token() (*sarama.AccessToken, error) {
 	defer cancel()
 	token, expiresMs, err := signer.GenerateAuthTokenFromCredentialsProvider(ctx, p.region, p.creds)
 	if err != nil {
-		return nil, fmt.Errorf("while signing an AWS MSK IAM token in %s: %w", p.region, err)
+		return nil, fmt.Errorf("while signing an AWS MSK IAM token in %s: %w", p.region, cutAWSError(err))
 	}
 	p.token, p.expires = token, time.UnixMilli(expiresMs)
 	return &sarama.AccessToken{Token: token}, nil
