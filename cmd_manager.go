@@ -23,6 +23,7 @@ type managerOptions struct {
 	kubeconfig       string
 	watchNamespace   string
 	allowedBootstrap string
+	allowedEndpoints string
 	pinUserID        bool
 	kubeAPIQPS       float32
 	kubeAPIBurst     int
@@ -63,6 +64,12 @@ holds operator and engine.`,
 		"directory with tls.crt and tls.key for the HTTPS /metrics; empty: a self-signed certificate generated in memory")
 	f.StringVar(&o.allowedBootstrap, "allowed-bootstrap-servers", os.Getenv("ALLOWED_BOOTSTRAP_SERVERS"),
 		"comma-separated host:port patterns (* matches any characters but ':', e.g. *.kafka.svc:9092,kafka-*.example.com:*) a KafkaMirror's bootstrap servers must match; empty allows any (env ALLOWED_BOOTSTRAP_SERVERS)")
+	f.StringVar(&o.allowedEndpoints, "allowed-endpoints", os.Getenv("ALLOWED_ENDPOINTS"),
+		"comma-separated URL patterns (https://host[:port][/path]; * matches any characters but ':' and '/' in the host and port, any in the path) every endpoint a KafkaMirror names (sasl.oauth.tokenUrl) must match; with --allowed-bootstrap-servers set and this empty, every endpoint is refused (env ALLOWED_ENDPOINTS)")
+	f.BoolVar(&o.AllowAssumeRole, "allow-assume-role", false,
+		"let the operator's topic sync assume a KafkaMirror's sasl.aws.roleArn with the operator's own AWS identity; false stalls such a KafkaMirror (AssumeRoleNotAllowed)")
+	f.BoolVar(&o.RefusePrivilegedPods, "refuse-privileged-pods", false,
+		"stall a KafkaMirror whose spec.pod settings go beyond the restricted Pod Security Standard (privileged, added capabilities, root, hostPath volumes, ...), naming each field (PrivilegedPodNotAllowed)")
 	f.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica through a Lease (turn on when running more than one replica)")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"),
@@ -88,6 +95,7 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 
 	o.WatchNamespaces = splitNamespaces(o.watchNamespace)
 	o.AllowedBootstrapServers = splitNamespaces(o.allowedBootstrap)
+	o.AllowedEndpoints = splitNamespaces(o.allowedEndpoints)
 	o.LeaveUserIDUnset = !o.pinUserID
 	var cfg *rest.Config
 	if o.kubeconfig != "" {
@@ -105,7 +113,8 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 	}
 	log.Info("Configured the operator", "version", cli.Version(), "engineImage", o.Image,
 		"watchNamespaces", o.WatchNamespaces, "leaderElection", o.LeaderElection,
-		"secureMetrics", o.SecureMetrics, "allowedBootstrapServers", o.AllowedBootstrapServers)
+		"secureMetrics", o.SecureMetrics, "allowedBootstrapServers", o.AllowedBootstrapServers,
+		"allowedEndpoints", o.AllowedEndpoints, "allowAssumeRole", o.AllowAssumeRole)
 	if err := mgr.Start(cmd.Context()); err != nil {
 		return fmt.Errorf("while running the manager: %w", err)
 	}

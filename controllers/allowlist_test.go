@@ -27,6 +27,10 @@ import (
 // operator must refuse.
 var suiteAllowedBootstrapServers = []string{"127.0.0.1:*"}
 
+// suiteAllowedEndpoints is the suite manager's endpoint allow-list: the token endpoint the
+// managed-auth test names, never the local test servers.
+var suiteAllowedEndpoints = []string{"https://idp.example"}
+
 func TestBootstrapAllowList(t *testing.T) {
 	tests := map[string]struct {
 		patterns []string

@@ -55,6 +55,19 @@ type ManagerOptions struct {
 	// AllowedBootstrapServers are host:port patterns (`*` for any run of characters but
 	// ':') a KafkaMirror's bootstrap servers must match; empty allows every address.
 	AllowedBootstrapServers []string
+	// AllowedEndpoints are URL patterns (scheme://host[:port][/path], `*` for any run of
+	// characters but ':' and '/' in the host and port, any characters in the path) every
+	// endpoint a KafkaMirror makes the operator or its pods call must match (token URLs
+	// now). They apply once either allow-list is set: an operator that bounds its Kafka
+	// clusters refuses every endpoint it was not told about.
+	AllowedEndpoints []string
+	// AllowAssumeRole lets the operator's topic sync assume a KafkaMirror's
+	// sasl.aws.roleArn with the operator's own AWS identity. Default false: such a
+	// KafkaMirror is Stalled (AssumeRoleNotAllowed).
+	AllowAssumeRole bool
+	// RefusePrivilegedPods stalls a KafkaMirror whose spec.pod settings go beyond the
+	// "restricted" Pod Security Standard (PrivilegedPodNotAllowed), naming each field.
+	RefusePrivilegedPods bool
 	// HealthProbeAddress serves /healthz and /readyz; "0" turns them off.
 	HealthProbeAddress string
 	// LeaderElection makes replicas of the operator elect one leader through a Lease;
@@ -115,6 +128,10 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("while reading the allowed bootstrap servers: %w", err)
 	}
+	if allowed, err = allowed.WithEndpoints(o.AllowedEndpoints); err != nil {
+		return nil, fmt.Errorf("while reading the allowed endpoints: %w", err)
+	}
+	allowed = allowed.WithAssumeRole(o.AllowAssumeRole)
 	// The operator caches only the children it manages (by label), not every
 	// Deployment, ConfigMap and Service of the cluster.
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{labelManagedBy: FieldOwner})}
@@ -172,6 +189,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 
 		AllowedBootstrapServers: allowed,
 	}
+	r.rendered.refusePrivileged = o.RefusePrivilegedPods
 	if err := r.SetupWithManager(mgr, o); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,9 @@ import (
 type renderedConfigs struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]*renderedConfig
+	// refusePrivileged also refuses pod settings beyond the restricted Pod Security
+	// Standard (--refuse-privileged-pods); set before the first reconcile.
+	refusePrivileged bool
 }
 
 // renderedConfig is one KafkaMirror generation's config. Nobody modifies cfg once it is
@@ -39,6 +42,11 @@ func (c *renderedConfigs) validate(m *v1alpha1.KafkaMirror) (*config.Config, err
 		return e.cfg, e.invalid
 	}
 	cfg, invalid := validate(m)
+	if invalid == nil && c.refusePrivileged {
+		if problems := privilegedPodProblems(m); len(problems) > 0 {
+			invalid = &notAllowedError{reason: v1alpha1.ReasonPrivilegedPodNotAllowed, problems: problems}
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {

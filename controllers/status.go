@@ -95,7 +95,7 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 		msg, reason := obs.invalid.Error(), v1alpha1.ReasonInvalidSpec
 		var notAllowed *notAllowedError
 		if errors.As(obs.invalid, &notAllowed) {
-			reason = v1alpha1.ReasonBootstrapServerNotAllowed
+			reason = notAllowed.reason
 		}
 		if isMirrorLoop(obs.invalid) {
 			reason = v1alpha1.ReasonMirrorLoop
@@ -270,6 +270,9 @@ func (r *KafkaMirrorReconciler) finalizeStatus(ctx context.Context, m *v1alpha1.
 var warningReasons = map[string]bool{
 	v1alpha1.ReasonInvalidSpec:               true,
 	v1alpha1.ReasonBootstrapServerNotAllowed: true,
+	v1alpha1.ReasonEndpointNotAllowed:        true,
+	v1alpha1.ReasonAssumeRoleNotAllowed:      true,
+	v1alpha1.ReasonPrivilegedPodNotAllowed:   true,
 	v1alpha1.ReasonMirrorLoop:                true,
 	v1alpha1.ReasonAutoscalerConflict:        true,
 	v1alpha1.ReasonSecretNotFound:            true,

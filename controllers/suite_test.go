@@ -50,7 +50,7 @@ const (
 
 // managedNamespaces are the namespaces the suite's manager watches; each test uses its
 // own. The leader-election test runs its own managers in another namespace.
-var managedNamespaces = []string{"t-basic", "t-secret", "t-unreachable", "t-invalid", "t-scale", "t-nosync", "t-tls", "t-reach", "t-pause", "t-replicas", "t-podhealth", "t-podoptions", "t-hang", "t-lag", "t-managedauth", "t-groups", "t-autoscale"}
+var managedNamespaces = []string{"t-basic", "t-secret", "t-unreachable", "t-invalid", "t-scale", "t-nosync", "t-tls", "t-reach", "t-pause", "t-replicas", "t-podhealth", "t-podoptions", "t-hang", "t-lag", "t-managedauth", "t-groups", "t-autoscale", "t-endpoint"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -117,6 +117,7 @@ func runSuite(m *testing.M) (int, error) {
 		Image:                        testImage,
 		WatchNamespaces:              managedNamespaces,
 		AllowedBootstrapServers:      suiteAllowedBootstrapServers,
+		AllowedEndpoints:             suiteAllowedEndpoints,
 		MetricsAddress:               "0",
 		HealthProbeAddress:           "0",
 		SkipControllerNameValidation: true,

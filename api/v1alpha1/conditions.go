@@ -51,6 +51,21 @@ const (
 	// (--allowed-bootstrap-servers); the operator does not connect to it. The message
 	// names the field, e.g. spec.source.bootstrapServers[0].
 	ReasonBootstrapServerNotAllowed = "BootstrapServerNotAllowed"
+	// ReasonEndpointNotAllowed (Stalled=True, Ready=False, TopicsSynced=False): an
+	// endpoint URL of the spec (sasl.oauth.tokenUrl) is outside the operator's allowed
+	// endpoints (--allowed-endpoints) while the operator's allow-list is in force; the
+	// operator sends nothing there. The message names the field.
+	ReasonEndpointNotAllowed = "EndpointNotAllowed"
+	// ReasonAssumeRoleNotAllowed (Stalled=True, Ready=False, TopicsSynced=False): the
+	// spec names an AWS role (sasl.aws.roleArn) that the operator would assume with its
+	// own identity for the topic sync, and the operator was not started with
+	// --allow-assume-role. The message names the field.
+	ReasonAssumeRoleNotAllowed = "AssumeRoleNotAllowed"
+	// ReasonPrivilegedPodNotAllowed (Stalled=True, Ready=False, TopicsSynced=False): the
+	// operator runs with --refuse-privileged-pods and spec.pod asks for more than the
+	// "restricted" Pod Security Standard allows (a privileged container, an added
+	// capability, root, a hostPath volume, ...). The message names each field.
+	ReasonPrivilegedPodNotAllowed = "PrivilegedPodNotAllowed"
 	// ReasonMirrorLoop (Stalled=True, Ready=False, TopicsSynced=False): another
 	// KafkaMirror mirrors this one's target back into its source under the same topic
 	// names, and spec.provenance.enabled is not true on both, so records would loop

@@ -43,7 +43,7 @@ func newOAuthTokenProvider(o *config.OAuth, secret string) *oauthTokenProvider {
 		ClientID: o.ClientID, ClientSecret: secret, TokenURL: o.TokenURL, Scopes: o.Scopes,
 		AuthStyle: oauth2.AuthStyleInHeader,
 	}
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: tokenFetchTimeout})
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: tokenFetchTimeout, CheckRedirect: noRedirects})
 	fetch := tokenSourceFunc(func() (*oauth2.Token, error) { return cc.Token(ctx) })
 	return &oauthTokenProvider{
 		source:     oauth2.ReuseTokenSourceWithExpiry(nil, fetch, tokenRefreshMargin),
@@ -56,8 +56,9 @@ func newOAuthTokenProvider(o *config.OAuth, secret string) *oauthTokenProvider {
 func (p *oauthTokenProvider) Token() (*sarama.AccessToken, error) {
 	t, err := p.source.Token()
 	if err != nil {
-		// The error names the endpoint and the OAuth error code, never the secret.
-		return nil, fmt.Errorf("while fetching an OAuth token from %s: %w", p.endpoint, err)
+		// The error names the endpoint, its status code and a standard OAuth error code:
+		// never the secret, never the endpoint's own words (cutRemoteError).
+		return nil, fmt.Errorf("while fetching an OAuth token from %s: %w", p.endpoint, cutRemoteError(err))
 	}
 	return &sarama.AccessToken{Token: t.AccessToken, Extensions: p.extensions}, nil
 }
@@ -105,7 +106,7 @@ func (p *mskTokenProvider) Token() (*sarama.AccessToken, error) {
 	defer cancel()
 	token, expiresMs, err := signer.GenerateAuthTokenFromCredentialsProvider(ctx, p.region, p.creds)
 	if err != nil {
-		return nil, fmt.Errorf("while signing an AWS MSK IAM token in %s: %w", p.region, err)
+		return nil, fmt.Errorf("while signing an AWS MSK IAM token in %s: %w", p.region, cutAWSError(err))
 	}
 	p.token, p.expires = token, time.UnixMilli(expiresMs)
 	return &sarama.AccessToken{Token: token}, nil

@@ -418,7 +418,7 @@ func TestOnANode(t *testing.T) {
 	t.Run("helm install", func(t *testing.T) {
 		start := time.Now()
 		run(t, "", e.helm, "install", release, chart, "-n", operatorNamespace, "--create-namespace",
-			"--set", "image.repository="+repo, "--set", "image.tag="+tag, "--set", "image.pullPolicy=Never",
+			"--set", "image.repository="+repo, "--set-string", "image.tag="+tag, "--set", "image.pullPolicy=Never",
 			"--wait", "--timeout", installTimeout.String())
 		t.Logf("helm install --wait returned after %s", time.Since(start).Round(100*time.Millisecond))
 		out := e.kc(t, "get", "pods", "-n", operatorNamespace, "-o",

@@ -30,7 +30,7 @@ already contains the chart name, so `helm install kafka-mirror-operator` does no
 {{- define "kafka-mirror-operator.labels" -}}
 helm.sh/chart: {{ include "kafka-mirror-operator.chart" . }}
 {{ include "kafka-mirror-operator.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/version: {{ include "kafka-mirror-operator.imageTag" . | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: kafka-mirror
 {{- with .Values.commonLabels }}
@@ -56,7 +56,7 @@ app.kubernetes.io/component: operator
 
 {{/* Operator image reference; a digest wins over a tag. */}}
 {{- define "kafka-mirror-operator.image" -}}
-{{- $tag := .Values.image.tag | default .Chart.AppVersion }}
+{{- $tag := include "kafka-mirror-operator.imageTag" . }}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
 {{- else }}
@@ -71,4 +71,18 @@ app.kubernetes.io/component: operator
 {{- else }}
 {{- include "kafka-mirror-operator.image" . }}
 {{- end }}
+{{- end }}
+
+{{/*
+The operator image tag: image.tag, or the chart's appVersion. `--set image.tag=7195534` (an
+all-digit short hash or date tag) arrives as a number; print it as the digits it was, never
+in exponent form.
+*/}}
+{{- define "kafka-mirror-operator.imageTag" -}}
+{{- $tag := .Values.image.tag -}}
+{{- if kindIs "string" $tag -}}
+{{- $tag | default .Chart.AppVersion -}}
+{{- else -}}
+{{- int64 $tag | toString -}}
+{{- end -}}
 {{- end }}
