@@ -302,6 +302,7 @@ func (r *KafkaMirrorReconciler) recordTransitions(m *v1alpha1.KafkaMirror, next 
 		r.Recorder.Eventf(m, nil, eventType, now.Reason, "Reconcile", "%s is %s: %s", typ, now.Status, now.Message)
 	}
 	recordScaling(r.Recorder, m, next, obs)
+	recordRecreatedTopics(r.Recorder, m, next)
 	if obs.topicsRan && obs.topicsFresh && obs.topics.err == nil {
 		if changes := topicChanges(obs.topics); changes != "" {
 			r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, v1alpha1.ReasonTopicsInSync, "SyncTopics", "Target topics changed: %s", changes)

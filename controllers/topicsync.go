@@ -165,7 +165,7 @@ func topicsStatus(res topicSyncResult) *v1alpha1.TopicsStatus {
 		ts := v1alpha1.TopicStatus{
 			Source: t.Source, Target: t.Target,
 			SourcePartitions: t.SourcePartitions, TargetPartitions: t.TargetPartitions,
-			State: state, Message: msg,
+			SourceTopicID: t.SourceTopicID, State: state, Message: msg,
 		}
 		if lag, ok := res.lag[t.Source]; ok {
 			ts.Lag = &lag

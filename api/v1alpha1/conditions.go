@@ -82,6 +82,12 @@ const (
 	// ReasonTopicsInSync (TopicsSynced=True): every selected topic has its target with
 	// the source's partition count.
 	ReasonTopicsInSync = "TopicsInSync"
+
+	// ReasonSourceTopicRecreated is the reason of the Warning event emitted when a
+	// selected source topic's ID changed between two topic syncs: it was deleted and
+	// created again, and the mirror starts the new topic at its beginning (records of
+	// the old topic that were not mirrored before its deletion are gone with it).
+	ReasonSourceTopicRecreated = "SourceTopicRecreated"
 	// ReasonTargetHasMorePartitions (TopicsSynced=True): some targets have more
 	// partitions than their source; the mirror works, the counts are reported only,
 	// because partitions cannot be removed.

@@ -1073,6 +1073,12 @@ type TopicStatus struct {
 	// +optional
 	SourcePartitions int32 `json:"sourcePartitions"`
 
+	// sourceTopicId is the source topic's ID (Kafka 2.8 and later). A new ID means the
+	// topic was deleted and created again: the mirror then starts the new topic at its
+	// beginning and a SourceTopicRecreated event says so.
+	// +optional
+	SourceTopicID string `json:"sourceTopicId,omitempty"`
+
 	// targetPartitions is the target topic's partition count (0 when it does not exist).
 	// +optional
 	TargetPartitions int32 `json:"targetPartitions"`

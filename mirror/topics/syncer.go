@@ -104,6 +104,9 @@ type TopicState struct {
 	Target string
 	// SourcePartitions is the source topic's partition count.
 	SourcePartitions int32
+	// SourceTopicID is the source topic's ID: a new one means the topic was deleted
+	// and created again ("" when the cluster gives none).
+	SourceTopicID string
 	// TargetPartitions is the target topic's partition count after the sync (0 when it
 	// does not exist).
 	TargetPartitions int32
@@ -186,7 +189,9 @@ func (e *ClusterError) Unwrap() error { return e.Err }
 type topicInfo struct {
 	partitions int32
 	replicas   int16
-	err        error
+	// id is the topic's ID (Kafka 2.8 and later), "" when the cluster gives none.
+	id  string
+	err error
 }
 
 // Sync brings every selected source topic's target in step: missing targets are
@@ -247,7 +252,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 
 // syncTopic syncs one topic; it never returns an error, only a state.
 func (s *Syncer) syncTopic(name, targetName string, src, tgt topicInfo, exists bool, srcCfg, tgtCfg topicConfigs) TopicState {
-	st := TopicState{Source: name, Target: targetName, SourcePartitions: src.partitions}
+	st := TopicState{Source: name, Target: targetName, SourcePartitions: src.partitions, SourceTopicID: src.id}
 	fail := func(err error) TopicState {
 		st.Action, st.Err = ActionFailed, err
 		s.log.Error(err, "Failed to sync target topic", "topic", name, "targetTopic", targetName)
@@ -540,6 +545,9 @@ func listTopics(admin sarama.ClusterAdmin) (map[string]topicInfo, error) {
 	out := make(map[string]topicInfo, len(md))
 	for _, t := range md {
 		info := topicInfo{partitions: int32(len(t.Partitions))}
+		if t.Uuid != (sarama.Uuid{}) {
+			info.id = t.Uuid.String()
+		}
 		for _, p := range t.Partitions {
 			info.replicas = max(info.replicas, int16(len(p.Replicas)))
 		}
