@@ -13,6 +13,10 @@
 // process (`kafka-mirror run --config`), so its CPU time and peak RSS come from the
 // kernel's rusage and exclude the clusters.
 //
+// The across-regions section (distance.go, issue 28; alone with --latency-only) runs the
+// engine, the bare forwarder and a franz-go forwarder (kgoforwarder.go) through
+// toxiproxy latency in front of the target or the source.
+//
 // Because the machine is shared and noisy, the numbers that matter are ratios of
 // measurements taken in the same run, alternated round by round. Results are printed
 // and written to docs/benchmarks/results.json and results.md.

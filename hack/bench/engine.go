@@ -156,7 +156,18 @@ func newTargetCounter(brokers []string, topic string, partitions int32) (*target
 	return &targetCounter{client: cl, topic: topic, partitions: partitions}, nil
 }
 
-func (t *targetCounter) count() (int64, error) {
+// recordCounter reads how many records a target topic holds; seenAt is when that count
+// was true (the middle of the request's round trip for a far target).
+type recordCounter interface {
+	count() (n int64, seenAt time.Time, err error)
+}
+
+func (t *targetCounter) count() (int64, time.Time, error) {
+	n, err := t.sum()
+	return n, time.Now(), err
+}
+
+func (t *targetCounter) sum() (int64, error) {
 	var sum int64
 	for p := int32(0); p < t.partitions; p++ {
 		o, err := t.client.GetOffset(t.topic, p, sarama.OffsetNewest)
@@ -199,7 +210,7 @@ const pollInterval = 50 * time.Millisecond
 // waitForRecords polls the target until it holds want records, the engine exits, or ctx
 // ends. More than want records are duplicates unless partial. onHalf, if not nil, is
 // called once when the target holds half of them.
-func waitForRecords(ctx context.Context, p *engineproc.Process, t *targetCounter, want int64, partial bool, onHalf func()) (progress, error) {
+func waitForRecords(ctx context.Context, p *engineproc.Process, t recordCounter, want int64, partial bool, onHalf func()) (progress, error) {
 	var pr progress
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
@@ -211,11 +222,11 @@ func waitForRecords(ctx context.Context, p *engineproc.Process, t *targetCounter
 			return pr, p.ExitedError()
 		case <-tick.C:
 		}
-		n, err := t.count()
+		n, seenAt, err := t.count()
 		if err != nil {
 			continue // the topic's leader may not be known yet; the next poll retries
 		}
-		now := time.Since(p.Started())
+		now := seenAt.Sub(p.Started())
 		if n > 0 && pr.firstAt == 0 {
 			pr.firstAt, pr.firstCount = now, n
 		}

@@ -53,7 +53,7 @@ func TestForwarderAgainstKfake(t *testing.T) {
 	}
 	defer counter.close()
 	for {
-		n, err := counter.count()
+		n, err := counter.sum()
 		if err == nil && n >= records {
 			break
 		}

@@ -79,7 +79,7 @@ func TestLimitsAgainstKfake(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer counter.close()
-			if n, err := counter.count(); err != nil || n != int64(tc.records) {
+			if n, err := counter.sum(); err != nil || n != int64(tc.records) {
 				t.Errorf("target holds %d records (err %v), want %d", n, err, tc.records)
 			}
 		})

@@ -42,6 +42,14 @@ type options struct {
 	skipEngine     bool
 	keepLogs       bool
 	exactlyOnce    bool
+	// The across-regions section (distance.go).
+	distance          bool
+	latencyOnly       bool
+	distanceRecords   int
+	distanceValueSize int
+	distanceRounds    int
+	distanceRTTs      []time.Duration
+	distanceBrokers   []int
 }
 
 func parseOptions(args []string) (options, error) {
@@ -74,6 +82,13 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.skipEngine, "skip-engine", false, "measure only the broker-bound limit")
 	fs.BoolVar(&o.exactlyOnce, "exactly-once", true, "also measure the engine with delivery exactlyOnce against at-least-once, and its latency read_committed")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the engine configs and logs (they are kept anyway when a run fails)")
+	fs.BoolVar(&o.distance, "across-regions", true, "also run the across-regions section: a target (and a source) behind toxiproxy latency, the engine against the sarama and franz-go forwarders")
+	fs.BoolVar(&o.latencyOnly, "latency-only", false, "run only the across-regions section (with --baseline-bin, the baseline engine is a fourth arm)")
+	fs.IntVar(&o.distanceRecords, "distance-records", 200_000, "records of each across-regions run")
+	fs.IntVar(&o.distanceValueSize, "distance-value-size", 1024, "value size of the across-regions records in bytes")
+	fs.IntVar(&o.distanceRounds, "distance-rounds", 1, "rounds of each across-regions layout")
+	rtts := fs.String("distance-rtts", "0,20ms,100ms", "round trips added in front of the target, comma-separated; the last one is also put in front of the source")
+	dbrokers := fs.String("distance-brokers", "1,3", "target broker counts of the across-regions section, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -89,6 +104,9 @@ func parseOptions(args []string) (options, error) {
 			"latency-duration":  func() { o.latencyTime = 5 * time.Second },
 			"throttle-duration": func() { o.throttleTime = 6 * time.Second },
 			"large-records":     func() { o.largeRecords = 300 },
+			"distance-records":  func() { o.distanceRecords = 50_000 },
+			"distance-rtts":     func() { *rtts = "0,100ms" },
+			"distance-brokers":  func() { *dbrokers = "1" },
 		}
 		for name, apply := range quick {
 			if !set[name] {
@@ -106,10 +124,18 @@ func parseOptions(args []string) (options, error) {
 		o.engineEnv = append(o.engineEnv, kv)
 	}
 	var err error
+	if o.distanceBrokers, err = parseInts(*dbrokers); err != nil || len(o.distanceBrokers) == 0 {
+		return o, fmt.Errorf("--distance-brokers: %q is not a list of positive numbers", *dbrokers)
+	}
+	if o.distanceRTTs, err = parseDurations(*rtts); err != nil {
+		return o, fmt.Errorf("--distance-rtts: %w", err)
+	}
 	if o.throttleLimits, err = parseInts(*inflight); err != nil {
 		return o, fmt.Errorf("--throttle-inflight: %w", err)
 	}
 	switch {
+	case o.distanceRecords <= 0 || o.distanceValueSize <= 0 || o.distanceRounds <= 0:
+		return o, errors.New("--distance-records, --distance-value-size and --distance-rounds must be positive")
 	case o.records <= 0:
 		return o, errors.New("--records must be positive")
 	case o.valueSize <= 0:
@@ -143,7 +169,7 @@ func parseOptions(args []string) (options, error) {
 func main() {
 	if len(os.Args) > 1 {
 		// The benchmark re-runs itself as the child processes it measures.
-		child := map[string]func([]string) error{profiledEngineCommand: runProfiledEngine, limitCommand: runLimit, forwarderCommand: runForwarder}[os.Args[1]]
+		child := map[string]func([]string) error{profiledEngineCommand: runProfiledEngine, limitCommand: runLimit, forwarderCommand: runForwarder, kgoForwarderCommand: runKgoForwarder}[os.Args[1]]
 		if child != nil {
 			if err := child(os.Args[2:]); err != nil {
 				fmt.Fprintln(os.Stderr, "Error:", err)
@@ -167,4 +193,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
+}
+
+// parseDurations parses a comma-separated list of durations ("0" is allowed).
+func parseDurations(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if f == "0" {
+			out = append(out, 0)
+			continue
+		}
+		d, err := time.ParseDuration(f)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%q is not a duration", f)
+		}
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no round trip given")
+	}
+	return out, nil
 }

@@ -63,6 +63,9 @@ func run(ctx context.Context, o options) error {
 
 	rep := newReport(o)
 	defer b.close()
+	if o.latencyOnly {
+		return b.acrossRegionsOnly(ctx)
+	}
 	if err := b.setup(ctx); err != nil {
 		return err
 	}
@@ -73,12 +76,43 @@ func run(ctx context.Context, o options) error {
 		keep = true
 		return err
 	}
+	if o.distance && !o.skipEngine {
+		res, err := b.acrossRegions(ctx)
+		if err != nil {
+			keep = true
+			return err
+		}
+		if err := writeDistance(o.out, o, res); err != nil {
+			return err
+		}
+		writeDistanceMarkdown(os.Stdout, o, res)
+	}
 	rep.finish()
 	rep.print(os.Stdout)
 	if err := rep.write(o.out); err != nil {
 		return err
 	}
 	fmt.Printf("Wrote %s and %s\n", filepath.Join(o.out, "results.json"), filepath.Join(o.out, "results.md"))
+	return nil
+}
+
+// acrossRegionsOnly is --latency-only: the engine is built and the across-regions
+// section runs alone.
+func (b *bench) acrossRegionsOnly(ctx context.Context) error {
+	bin, err := b.buildEngine(ctx)
+	if err != nil {
+		return err
+	}
+	b.engineBin = []string{bin}
+	res, err := b.acrossRegions(ctx)
+	if err != nil {
+		return err
+	}
+	writeDistanceMarkdown(os.Stdout, b.o, res)
+	if err := writeDistance(b.o.out, b.o, res); err != nil {
+		return err
+	}
+	fmt.Printf("Wrote %s and %s\n", filepath.Join(b.o.out, distanceFile+".json"), filepath.Join(b.o.out, distanceFile+".md"))
 	return nil
 }
 

@@ -34,9 +34,13 @@ func ProducerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
 	p.Return.Successes = true
 	p.Return.Errors = true
 	p.Partitioner = Partitioner(c.Partitioning)
-	// Larger channels than sarama's 256 keep the producer's pipeline full when many
-	// partitions feed it.
-	sc.ChannelBufferSize = 4096
+	// sarama's own channel size. A larger one (4096 was tried) lets one partition's
+	// records run ahead through the shared broker input: its batch fills first,
+	// brokerProducer.waitForSpace then holds every partition's records until that batch
+	// is acked, and each request carries one full partition plus scraps. Harmless on
+	// loopback, it halved the rate to a target 100 ms away (issue 28,
+	// docs/performance.md "Across regions").
+	sc.ChannelBufferSize = ProducerChannelBuffer
 	p.Compression = compressionCodec(c.ProducerCompression())
 	if t := c.Producer; t != nil {
 		p.Flush.Frequency = t.FlushFrequency.Duration
@@ -85,6 +89,10 @@ func keepLookingForLeaders(sc *sarama.Config, timeout time.Duration) {
 	sc.Metadata.Retry.Max = retriesFor(sc.Metadata.Timeout) + 1
 	sc.Metadata.Retry.BackoffFunc = backoff
 }
+
+// ProducerChannelBuffer is the message count of each of the producer's channels (its
+// input, each topic's and each partition's): sarama's default.
+const ProducerChannelBuffer = 512
 
 // ConsumerChannelBuffer is the number of records each partition's consumer reads ahead
 // of the engine. They are outside the engine's byte budget (maxInFlightBytes), so the
