@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
 // autoscalerConflictError is a HorizontalPodAutoscaler (KEDA's keda-hpa-<name> is one)
@@ -38,7 +39,7 @@ func isAutoscalerConflict(err error) bool {
 // spec.autoscaling and a HorizontalPodAutoscaler in its namespace scales m (through the
 // scale subresource) or m's Deployment. HorizontalPodAutoscalers are listed only for
 // KafkaMirrors with spec.autoscaling.
-func (r *KafkaMirrorReconciler) checkAutoscalerConflict(ctx context.Context, m *v1alpha1.KafkaMirror) (error, error) {
+func (r *KafkaMirrorReconciler) checkAutoscalerConflict(ctx context.Context, m *v1alpha1.KafkaMirror, _ *config.Config) (error, error) {
 	if m.Spec.Autoscaling == nil {
 		return nil, nil
 	}
