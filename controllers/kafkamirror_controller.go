@@ -67,9 +67,11 @@ type KafkaMirrorReconciler struct {
 // observation and says whether the reconcile goes on.
 //
 // A spec error or a refused bootstrap server stalls the KafkaMirror and is not retried
-// (a mirror loop or an autoscaler conflict is looked at again every topicSyncInterval,
-// as the other object may change); an unreachable cluster or missing Secret still
-// writes the children, is reported in status and retried with backoff.
+// (a conflict with another KafkaMirror, a mirror loop or a shared consumer group, and
+// one with a HorizontalPodAutoscaler are looked at again every topicSyncInterval, as
+// the other object may change; of two conflicting KafkaMirrors only the later one is
+// refused, see holdsOver); an unreachable cluster or missing Secret still writes the
+// children, is reported in status and retried with backoff.
 //
 // The topic sync runs off the reconcile workers (topicSyncs): a reconcile starts one
 // only when mirror.yaml or the credentials changed, topicSyncInterval has passed (to

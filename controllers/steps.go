@@ -21,6 +21,7 @@ var reconcileSteps = []reconcileStep{
 	{"validate the spec", (*KafkaMirrorReconciler).validateSpec},
 	{"check the bootstrap allow-list", specCheck((*KafkaMirrorReconciler).checkBootstrapAllowList)},
 	{"look for a mirror loop", specCheck((*KafkaMirrorReconciler).checkMirrorLoop)},
+	{"look for another mirror with the consumer group", specCheck((*KafkaMirrorReconciler).checkConsumerGroup)},
 	{"look for a conflicting autoscaler", specCheck((*KafkaMirrorReconciler).checkAutoscalerConflict)},
 	{"read Secrets", (*KafkaMirrorReconciler).readSecrets},
 	{"sync topics", (*KafkaMirrorReconciler).syncTopicsStep},
@@ -129,9 +130,11 @@ func stall(problem error) (stepResult, error) {
 }
 
 // lookAgainLater tells whether a spec problem may end without a change to this
-// KafkaMirror (the other mirror of a loop changes, the HorizontalPodAutoscaler goes).
+// KafkaMirror (the other mirror of a loop or of the consumer group changes or goes, the
+// HorizontalPodAutoscaler goes).
 func lookAgainLater(problem error) bool {
-	return isMirrorLoop(problem) || isAutoscalerConflict(problem)
+	var group *consumerGroupInUseError
+	return isMirrorLoop(problem) || isAutoscalerConflict(problem) || errors.As(problem, &group)
 }
 
 // checkBootstrapAllowList refuses bootstrap servers outside the operator's allow-list.
