@@ -123,6 +123,8 @@ type recommendation struct {
 // reconciles. It lives in memory: after an operator restart the rates are measured
 // again, and status.autoscaling.desiredReplicas keeps the replica count meanwhile.
 type autoscaleState struct {
+	// uid is the KafkaMirror's (see autoscaleStates).
+	uid types.UID
 	// prev is the last sample.
 	prev *observedSample
 	// capacities are the last drain rates per pod measured under backlog, oldest first.
@@ -291,51 +293,75 @@ func (st *autoscaleState) stabilize(p autoscaleParams, now time.Time, raw, curre
 	return current
 }
 
-// autoscaleStates holds the autoscaler state of every KafkaMirror; the zero value is
-// ready to use.
+// autoscaleStates holds the autoscaler state of every KafkaMirror, by name and checked
+// against the UID: a KafkaMirror deleted and created again under the same name (with no
+// reconcile in between to forget the old one) starts without the old one's decision.
+// The zero value is ready to use.
 type autoscaleStates struct {
 	mu    sync.Mutex
 	state map[types.NamespacedName]*autoscaleState
 }
 
-// decide runs st.decide for key under the lock.
-func (a *autoscaleStates) decide(key types.NamespacedName, p autoscaleParams, s observedSample, current int32) autoscaleDecision {
+// mirrorRef names one KafkaMirror object: its key, and its UID.
+type mirrorRef struct {
+	key types.NamespacedName
+	uid types.UID
+}
+
+// refOf is m's mirrorRef.
+func refOf(m *v1alpha1.KafkaMirror) mirrorRef {
+	return mirrorRef{key: client.ObjectKeyFromObject(m), uid: m.UID}
+}
+
+// getLocked returns ref's state, nil when there is none for this UID (a state left by
+// another object of the same name is dropped).
+func (a *autoscaleStates) getLocked(ref mirrorRef) *autoscaleState {
+	st := a.state[ref.key]
+	if st != nil && st.uid != ref.uid {
+		delete(a.state, ref.key)
+		return nil
+	}
+	return st
+}
+
+// decide runs st.decide for ref under the lock.
+func (a *autoscaleStates) decide(ref mirrorRef, p autoscaleParams, s observedSample, current int32) autoscaleDecision {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.state == nil {
 		a.state = map[types.NamespacedName]*autoscaleState{}
 	}
-	st, ok := a.state[key]
-	if !ok {
-		st = &autoscaleState{}
-		a.state[key] = st
+	st := a.getLocked(ref)
+	if st == nil {
+		st = &autoscaleState{uid: ref.uid}
+		a.state[ref.key] = st
 	}
 	return st.decide(p, s, current)
 }
 
-// seen tells whether a sample taken at at was decided on already for key.
-func (a *autoscaleStates) seen(key types.NamespacedName, at time.Time) bool {
+// seen tells whether a sample taken at at was decided on already for ref.
+func (a *autoscaleStates) seen(ref mirrorRef, at time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	st := a.state[key]
+	st := a.getLocked(ref)
 	return st != nil && st.prev != nil && !at.After(st.prev.at)
 }
 
-// last returns a copy of the last status.autoscaling remembered for key, nil when none.
-func (a *autoscaleStates) last(key types.NamespacedName) *v1alpha1.AutoscalingStatus {
+// last returns a copy of the last status.autoscaling remembered for ref, nil when none.
+func (a *autoscaleStates) last(ref mirrorRef) *v1alpha1.AutoscalingStatus {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if st := a.state[key]; st != nil && st.last != nil {
+	if st := a.getLocked(ref); st != nil && st.last != nil {
 		return st.last.DeepCopy()
 	}
 	return nil
 }
 
-// remember records as, the status.autoscaling of key's latest decision.
-func (a *autoscaleStates) remember(key types.NamespacedName, as *v1alpha1.AutoscalingStatus) {
+// remember records as, the status.autoscaling of ref's latest decision.
+func (a *autoscaleStates) remember(ref mirrorRef, as *v1alpha1.AutoscalingStatus) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if st := a.state[key]; st != nil {
+	if st := a.getLocked(ref); st != nil {
 		st.last = as.DeepCopy()
 	}
 }
@@ -388,7 +414,8 @@ func equalAutoscaling(a, b *v1alpha1.AutoscalingStatus) bool {
 // spec.autoscaling. spec.paused wins: nothing is decided, and the decision before the
 // pause is kept for the resume.
 func (r *KafkaMirrorReconciler) autoscale(ctx context.Context, m *v1alpha1.KafkaMirror, obs *observation) (*v1alpha1.AutoscalingStatus, error) {
-	key := client.ObjectKeyFromObject(m)
+	ref := refOf(m)
+	key := ref.key
 	if m.Spec.Autoscaling == nil {
 		r.autoscalers.forget(key)
 		return nil, nil
@@ -400,7 +427,7 @@ func (r *KafkaMirrorReconciler) autoscale(ctx context.Context, m *v1alpha1.Kafka
 		st = prev.DeepCopy()
 		st.DesiredReplicas = current
 	}
-	if last := r.autoscalers.last(key); last != nil {
+	if last := r.autoscalers.last(ref); last != nil {
 		// This operator's own last decision: newer than a status the cache may show
 		// from before its patch, so a reconcile right after a scale does not undo it.
 		st = last
@@ -413,7 +440,7 @@ func (r *KafkaMirrorReconciler) autoscale(ctx context.Context, m *v1alpha1.Kafka
 		return st, nil
 	}
 	sample := obs.topics.sample
-	if !obs.topicsRan || obs.topics.err != nil || sample == nil || r.autoscalers.seen(key, sample.at) {
+	if !obs.topicsRan || obs.topics.err != nil || sample == nil || r.autoscalers.seen(ref, sample.at) {
 		return st, nil
 	}
 	d := &appsv1.Deployment{}
@@ -429,7 +456,7 @@ func (r *KafkaMirrorReconciler) autoscale(ctx context.Context, m *v1alpha1.Kafka
 		s.ready = d.Status.ReadyReplicas
 		s.steady = d.Spec.Replicas != nil && *d.Spec.Replicas == current && deploymentReady(d, current)
 	}
-	dec := r.autoscalers.decide(key, autoscaleParamsOf(m, obs.config), s, current)
+	dec := r.autoscalers.decide(ref, autoscaleParamsOf(m, obs.config), s, current)
 	st.CurrentReplicas, st.DesiredReplicas = s.ready, dec.desired
 	st.Reason, st.Message, st.Lag = dec.reason, dec.message, &dec.lag
 	if dec.haveRates {
@@ -441,7 +468,7 @@ func (r *KafkaMirrorReconciler) autoscale(ctx context.Context, m *v1alpha1.Kafka
 		st.LastScaleTime = &now
 		obs.scaled = true
 	}
-	r.autoscalers.remember(key, st)
+	r.autoscalers.remember(ref, st)
 	return st, nil
 }
 

@@ -119,25 +119,24 @@ func TestAutoscalingInTheCluster(t *testing.T) {
 	})
 }
 
-// TestScalesMirror: an HPA on the KafkaMirror or on its Deployment conflicts
-// too; an HPA on something else does not.
+// TestScalesMirror: an HPA is aimed at the KafkaMirror, at its Deployment, or at
+// something else.
 func TestScalesMirror(t *testing.T) {
 	tests := map[string]struct {
-		ref      autoscalingv2.CrossVersionObjectReference
-		conflict bool
+		ref  autoscalingv2.CrossVersionObjectReference
+		want scaleTarget
 	}{
-		"the KafkaMirror":           {autoscalingv2.CrossVersionObjectReference{APIVersion: "kafkamirror.io/v1alpha1", Kind: "KafkaMirror", Name: "orders"}, true},
-		"its Deployment":            {autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "orders-mirror"}, true},
-		"another KafkaMirror":       {autoscalingv2.CrossVersionObjectReference{APIVersion: "kafkamirror.io/v1alpha1", Kind: "KafkaMirror", Name: "payments"}, false},
-		"a Deployment of that name": {autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "orders"}, false},
-		"a StatefulSet":             {autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "orders-mirror"}, false},
+		"the KafkaMirror":           {autoscalingv2.CrossVersionObjectReference{APIVersion: "kafkamirror.io/v1alpha1", Kind: "KafkaMirror", Name: "orders"}, scalesKafkaMirror},
+		"its Deployment":            {autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "orders-mirror"}, scalesDeployment},
+		"another KafkaMirror":       {autoscalingv2.CrossVersionObjectReference{APIVersion: "kafkamirror.io/v1alpha1", Kind: "KafkaMirror", Name: "payments"}, scalesOther},
+		"a Deployment of that name": {autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "orders"}, scalesOther},
+		"a StatefulSet":             {autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "orders-mirror"}, scalesOther},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			m := newMirror()
 			m.Name = "orders"
-			_, got := scalesMirror(tc.ref, m)
-			expect(t, "conflict", got, tc.conflict)
+			expect(t, "scale target", scalesMirror(tc.ref, m), tc.want)
 		})
 	}
 }

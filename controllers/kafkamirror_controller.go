@@ -2,17 +2,14 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 )
@@ -64,15 +61,17 @@ type KafkaMirrorReconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 
-// Reconcile runs the steps for one KafkaMirror (none while it carries
-// kafkamirror.io/reconcile: disabled): validate -> check the bootstrap servers
-// against the allow-list -> look for a mirror loop with another KafkaMirror -> look
-// for a HorizontalPodAutoscaler that would fight spec.autoscaling -> read Secrets ->
-// sync topics -> autoscale (decide the replicas from the lag) -> write children ->
-// status (in a defer, once). A spec error or a refused bootstrap server stalls the
-// KafkaMirror and is not retried (a mirror loop is looked at again every
-// topicSyncInterval, as the other mirror may change); an unreachable cluster or missing
-// Secret still writes the children, is reported in status and retried with backoff.
+// Reconcile runs reconcileSteps, in order, for one KafkaMirror (none while it carries
+// kafkamirror.io/reconcile: disabled), and writes the status once, in a defer, from
+// what they observed (computeStatus). Each step records what it found in the
+// observation and says whether the reconcile goes on.
+//
+// A spec error or a refused bootstrap server stalls the KafkaMirror and is not retried
+// (a conflict with another KafkaMirror, a mirror loop or a shared consumer group, and
+// one with a HorizontalPodAutoscaler are looked at again every topicSyncInterval, as
+// the other object may change; of two conflicting KafkaMirrors only the later one is
+// refused, see holdsOver); an unreachable cluster or missing Secret still writes the
+// children, is reported in status and retried with backoff.
 //
 // The topic sync runs off the reconcile workers (topicSyncs): a reconcile starts one
 // only when mirror.yaml or the credentials changed, topicSyncInterval has passed (to
@@ -94,77 +93,13 @@ func (r *KafkaMirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		// the committed offsets stay, on purpose.
 		return ctrl.Result{}, nil
 	}
-	obs := &observation{}
+	s := &reconcileScope{m: m, obs: &observation{}}
 	defer func() {
-		if retErr = r.finalizeStatus(ctx, m, obs, retErr); retErr != nil {
+		if retErr = r.finalizeStatus(ctx, m, s.obs, retErr); retErr != nil {
 			res = ctrl.Result{} // an error is retried with backoff; a requeue time is ignored
 		}
 	}()
-
-	if obs.disabled = reconcileDisabled(m); obs.disabled {
-		// Paused by the annotation: no child, no Kafka; the status says so.
-		return ctrl.Result{}, nil
-	}
-	if obs.config, obs.invalid = r.rendered.validate(m); obs.invalid == nil {
-		obs.invalid = checkReach(m, r.AllowedBootstrapServers)
-	}
-	if obs.invalid == nil {
-		var err error
-		if obs.invalid, err = r.checkMirrorLoop(ctx, m, obs.config); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obs.invalid == nil {
-		var err error
-		if obs.invalid, err = r.checkAutoscalerConflict(ctx, m); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if isMirrorLoop(obs.invalid) || isAutoscalerConflict(obs.invalid) {
-		// A change to the other mirror, or the HorizontalPodAutoscaler's removal, can
-		// end it: look again later.
-		return ctrl.Result{RequeueAfter: obs.config.TopicSyncInterval.Duration}, nil
-	}
-	if obs.invalid != nil {
-		// The running Deployment keeps its last good config until the spec is fixed.
-		return ctrl.Result{}, reconcile.TerminalError(obs.invalid)
-	}
-
-	next := obs.config.TopicSyncInterval.Duration
-	files, err := readSecretFiles(ctx, r.APIReader, m)
-	if err != nil {
-		obs.secretErr = err
-		files = nil // the children keep their Secret hash: no roll on a read failure
-	} else if obs.topics, obs.topicsRan, obs.topicsFresh, next, err = r.syncs.observe(ctx, m, obs.config, files); err != nil {
-		return ctrl.Result{}, err
-	}
-
-	if obs.autoscaling, err = r.autoscale(ctx, m, obs); err != nil {
-		return ctrl.Result{}, err
-	}
-	live := withAutoscaling(m, obs.autoscaling) // m with this reconcile's replica decision
-	if obs.deployment, obs.childErr = r.applyChildren(ctx, live, obs.config, files); obs.childErr != nil {
-		return ctrl.Result{}, obs.childErr
-	}
-	notReady := desiredReplicas(live) > 0 && !deploymentReady(obs.deployment, desiredReplicas(live))
-	if notReady {
-		// A failure to look is logged, not fatal: Ready stays DeploymentNotReady.
-		if obs.podProblem, err = diagnosePods(ctx, r.APIReader, live, obs.deployment); err != nil {
-			logr.FromContextOrDiscard(ctx).Error(err, "Failed to list the mirror pods")
-		}
-	}
-
-	// Transient failures are returned so the work queue retries them with backoff; the
-	// status already says what failed.
-	if err := errors.Join(obs.secretErr, obs.topics.err); err != nil {
-		return ctrl.Result{}, err
-	}
-	if notReady {
-		// Pods are not watched: a crash loop or a stuck rollout changes no object the
-		// operator watches, so look again soon.
-		next = min(next, notReadyRecheck)
-	}
-	return ctrl.Result{RequeueAfter: next}, nil
+	return r.runSteps(ctx, s)
 }
 
 // forget drops what the reconciler remembers about a deleted KafkaMirror: its topic

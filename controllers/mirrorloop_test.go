@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/api/v1alpha1"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
@@ -17,9 +18,16 @@ import (
 
 func TestFindMirrorLoop(t *testing.T) {
 	dc1, dc2, dc3 := []string{"kafka.dc1:9092"}, []string{"kafka.dc2:9092"}, []string{"kafka.dc3:9092"}
+	// The mirror checked, "ab", is created last unless a case says otherwise: the
+	// others were there first.
+	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	mirror := func(name string, from, to []string, include string, mutate ...func(*v1alpha1.KafkaMirror)) v1alpha1.KafkaMirror {
+		ts := created
+		if name == "ab" {
+			ts = metav1.NewTime(created.Add(time.Minute))
+		}
 		m := v1alpha1.KafkaMirror{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: ts},
 			Spec: v1alpha1.KafkaMirrorSpec{
 				Source: v1alpha1.ClusterSpec{BootstrapServers: from},
 				Target: v1alpha1.ClusterSpec{BootstrapServers: to},
@@ -43,6 +51,20 @@ func TestFindMirrorLoop(t *testing.T) {
 			}
 		}
 	}
+	namespace := func(ns string) func(*v1alpha1.KafkaMirror) {
+		return func(m *v1alpha1.KafkaMirror) { m.Namespace = ns }
+	}
+	later := func(m *v1alpha1.KafkaMirror) { m.CreationTimestamp = metav1.NewTime(created.Add(time.Hour)) }
+	stalled := func(reason string, gen int64) func(*v1alpha1.KafkaMirror) {
+		return func(m *v1alpha1.KafkaMirror) {
+			m.Generation = gen
+			status := metav1.ConditionTrue
+			if reason == v1alpha1.ReasonReconciled {
+				status = metav1.ConditionFalse
+			}
+			m.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionStalled, Status: status, Reason: reason, ObservedGeneration: 1}}
+		}
+	}
 	tests := map[string]struct {
 		m      v1alpha1.KafkaMirror
 		others []v1alpha1.KafkaMirror
@@ -52,22 +74,45 @@ func TestFindMirrorLoop(t *testing.T) {
 		"reverse mirror, same literal name": {
 			m:      mirror("ab", dc1, dc2, "orders"),
 			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders")},
-			peer:   "ns/ba", topic: "orders",
+			peer:   "KafkaMirror ba", topic: "orders",
+		},
+		"a peer in another namespace is not named": {
+			m:      mirror("ab", dc1, dc2, "orders"),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders", namespace("other"))},
+			peer:   "another KafkaMirror in the cluster", topic: "orders",
+		},
+		"the other mirror came later": {
+			m:      mirror("ab", dc1, dc2, "orders"),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders", later)},
+		},
+		"the other mirror came later but runs, and this one's spec changed": {
+			m:      mirror("ab", dc1, dc2, "orders", stalled(v1alpha1.ReasonReconciled, 2)),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders", later, stalled(v1alpha1.ReasonReconciled, 1))},
+			peer:   "KafkaMirror ba", topic: "orders",
+		},
+		"the other mirror was first but stands refused": {
+			m:      mirror("ab", dc1, dc2, "orders", stalled(v1alpha1.ReasonReconciled, 1)),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders", stalled(v1alpha1.ReasonMirrorLoop, 1))},
+		},
+		"this one stands refused": {
+			m:      mirror("ab", dc1, dc2, "orders", stalled(v1alpha1.ReasonMirrorLoop, 1)),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders", later)},
+			peer:   "KafkaMirror ba", topic: "orders",
 		},
 		"reverse mirror, topic seen in status": {
 			m:      mirror("ab", dc1, dc2, `orders\..*`, seen("orders.eu")),
 			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, `orders\..*`)},
-			peer:   "ns/ba", topic: "orders.eu",
+			peer:   "KafkaMirror ba", topic: "orders.eu",
 		},
 		"topic seen in the peer's status": {
 			m:      mirror("ab", dc1, dc2, `orders\..*`),
 			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, `orders\..*`, seen("orders.us"))},
-			peer:   "ns/ba", topic: "orders.us",
+			peer:   "KafkaMirror ba", topic: "orders.us",
 		},
 		"provenance on one side only": {
 			m:      mirror("ab", dc1, dc2, "orders", provenance),
 			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders")},
-			peer:   "ns/ba", topic: "orders",
+			peer:   "KafkaMirror ba", topic: "orders",
 		},
 		"provenance on both": {
 			m:      mirror("ab", dc1, dc2, "orders", provenance),
@@ -93,9 +138,14 @@ func TestFindMirrorLoop(t *testing.T) {
 			m:      mirror("ab", dc1, dc2, "orders"),
 			others: []v1alpha1.KafkaMirror{mirror("ab", dc1, dc2, "orders")},
 		},
-		"regexes never seen match": {
+		"regexes that overlap, no topic seen yet": {
 			m:      mirror("ab", dc1, dc2, `orders\..*`),
 			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, `orders\..*`)},
+			peer:   "KafkaMirror ba", topic: "orders.",
+		},
+		"regexes that do not overlap": {
+			m:      mirror("ab", dc1, dc2, `orders\..*`),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, `payments\..*`)},
 		},
 	}
 	for name, tc := range tests {
@@ -112,7 +162,7 @@ func TestFindMirrorLoop(t *testing.T) {
 			if got == nil || got.peer != tc.peer || got.topic != tc.topic {
 				t.Fatalf("findMirrorLoop = %+v, want peer %s and topic %s", got, tc.peer, tc.topic)
 			}
-			if !strings.HasPrefix(got.Error(), "spec.provenance.enabled: Required value: KafkaMirror "+tc.peer) || !isMirrorLoop(got) {
+			if !strings.HasPrefix(got.Error(), "spec.provenance.enabled: Required value: "+tc.peer+" mirrors") || !isMirrorLoop(got) {
 				t.Fatalf("error %q does not name the field and the peer", got.Error())
 			}
 		})
@@ -122,9 +172,11 @@ func TestFindMirrorLoop(t *testing.T) {
 // mirrorLoopRuns numbers the runs of TestMirrorLoopStalls in one process.
 var mirrorLoopRuns atomic.Int32
 
-// TestMirrorLoopStalls: a KafkaMirror that mirrors another's target back into its source
-// under the same names stalls both with MirrorLoop (no Deployment for the new one), and
-// turning provenance on in both clears it without any other change.
+// TestMirrorLoopStalls: a KafkaMirror that mirrors another's target back into its
+// source under the same names is refused with MirrorLoop (no Deployment), naming the
+// other one (same namespace) and the topic, while the one that was there first goes on;
+// turning provenance on in both clears it without any other change. Tenants in other
+// namespaces: TestMirrorLoopRefusesTheNewcomer.
 func TestMirrorLoopStalls(t *testing.T) {
 	requireEnv(t)
 	t.Parallel()
@@ -136,30 +188,26 @@ func TestMirrorLoopStalls(t *testing.T) {
 	abName, baName := fmt.Sprintf("loop-ab-%d", run), fmt.Sprintf("loop-ba-%d", run)
 	ab := testMirror(ns, abName, topic)
 	ba := testMirror(ns, baName, topic, func(m *v1alpha1.KafkaMirror) { m.Spec.Source, m.Spec.Target = m.Spec.Target, m.Spec.Source })
-	for _, m := range []*v1alpha1.KafkaMirror{ab, ba} {
-		create(t, m)
-		t.Cleanup(func() { _ = env.client.Delete(context.Background(), m) })
+	create(t, ab)
+	t.Cleanup(func() { _ = env.client.Delete(context.Background(), ab) })
+	waitCondition(t, ns, abName, v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonReconciled)
+	create(t, ba)
+	t.Cleanup(func() { _ = env.client.Delete(context.Background(), ba) })
+
+	m, c := waitCondition(t, ns, baName, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonMirrorLoop)
+	if !strings.Contains(c.Message, "spec.provenance.enabled") || !strings.Contains(c.Message, topic) || !strings.Contains(c.Message, "KafkaMirror "+abName+" mirrors") {
+		t.Fatalf("Stalled message %q does not name spec.provenance.enabled, the topic and the other mirror", c.Message)
 	}
-	for _, name := range []string{abName, baName} {
-		m, c := waitCondition(t, ns, name, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonMirrorLoop)
-		if !strings.Contains(c.Message, "spec.provenance.enabled") || !strings.Contains(c.Message, topic) {
-			t.Fatalf("%s: Stalled message %q does not name spec.provenance.enabled and the topic", name, c.Message)
-		}
-		expect(t, name+" observedGeneration", m.Status.ObservedGeneration, m.Generation)
-		waitCondition(t, ns, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMirrorLoop)
-	}
+	expect(t, baName+" observedGeneration", m.Status.ObservedGeneration, m.Generation)
+	waitCondition(t, ns, baName, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMirrorLoop)
 	if err := get(&appsv1.Deployment{}, ns, baName+"-mirror"); err == nil {
 		t.Fatal("a Deployment exists for the mirror that closes the loop")
 	}
+	if c := reconciledAgain(t, ns, abName); c.Status != metav1.ConditionFalse {
+		t.Fatalf("the mirror that was there first is Stalled: %s", c.Message)
+	}
 	for _, name := range []string{abName, baName} {
-		testutil.Eventually(t, 90*time.Second, func() error {
-			m := &v1alpha1.KafkaMirror{}
-			if err := get(m, ns, name); err != nil {
-				return err
-			}
-			m.Spec.Provenance = &v1alpha1.ProvenanceSpec{Enabled: true}
-			return env.client.Update(context.Background(), m)
-		})
+		updateMirror(t, ns, name, func(m *v1alpha1.KafkaMirror) { m.Spec.Provenance = &v1alpha1.ProvenanceSpec{Enabled: true} })
 	}
 	for _, name := range []string{abName, baName} {
 		waitCondition(t, ns, name, v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonReconciled)

@@ -103,6 +103,10 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 		if isAutoscalerConflict(obs.invalid) {
 			reason = v1alpha1.ReasonAutoscalerConflict
 		}
+		var group *consumerGroupInUseError
+		if errors.As(obs.invalid, &group) {
+			reason = v1alpha1.ReasonConsumerGroupInUse
+		}
 		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "the spec must be fixed first; see the Stalled condition")
 		set(v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, reason, msg)
@@ -274,6 +278,7 @@ var warningReasons = map[string]bool{
 	v1alpha1.ReasonAssumeRoleNotAllowed:      true,
 	v1alpha1.ReasonPrivilegedPodNotAllowed:   true,
 	v1alpha1.ReasonMirrorLoop:                true,
+	v1alpha1.ReasonConsumerGroupInUse:        true,
 	v1alpha1.ReasonAutoscalerConflict:        true,
 	v1alpha1.ReasonSecretNotFound:            true,
 	v1alpha1.ReasonSourceUnreachable:         true,

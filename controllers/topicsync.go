@@ -47,11 +47,12 @@ type topicSyncResult struct {
 // syncTopics runs the engine's topic Syncer against the real clusters: missing targets
 // are created with the source's partition count and smaller targets expanded (unless
 // spec.syncPartitions is false, when nothing changes and the differences are reported).
-// src and tgt are cached clients (see kafkaClients), connected exactly as the pods
-// connect.
-func syncTopics(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config, src, tgt *kafkaClient) topicSyncResult {
+// It works from req alone (see syncRequest). src and tgt are cached clients (see
+// kafkaClients), connected exactly as the pods connect.
+func syncTopics(ctx context.Context, req syncRequest, src, tgt *kafkaClient) topicSyncResult {
 	log := logr.FromContextOrDiscard(ctx)
-	res := topicSyncResult{dryRun: m.Spec.SyncPartitions != nil && !*m.Spec.SyncPartitions}
+	cfg := req.Config
+	res := topicSyncResult{dryRun: req.DryRun}
 	sel, err := topics.NewSelector(cfg.Topics)
 	if err != nil { // validate already compiled these; keep the error rather than panic
 		res.err = fmt.Errorf("while compiling spec.topics: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -60,6 +61,9 @@ type topicSyncs struct {
 
 // syncState is one KafkaMirror's latest sync.
 type syncState struct {
+	// uid is the KafkaMirror's: the state of a deleted one is never used for another
+	// created under the same name.
+	uid types.UID
 	// input digests what the latest requested sync works from.
 	input string
 	// running is closed when the running sync ends; nil when none runs. queued is true
@@ -92,21 +96,40 @@ func newTopicSyncs(clients *kafkaClients, log logr.Logger) *topicSyncs {
 	}
 }
 
-// syncInput digests what a topic sync works from: the config (as JSON, several times
+// syncRequest is everything a topic sync works from apart from the credentials. It is
+// made from the spec in one place (syncRequestFor), and the sync reads nothing else of
+// the KafkaMirror, so that the sync input, its digest, covers every spec field that
+// changes what the sync does: changing one starts a new sync, and a result computed
+// for another request is never reported for this one.
+type syncRequest struct {
+	// Config is the rendered engine config: clusters, topics selection, renames,
+	// replication factor, config sync, consumer group (for lag) and groups.
+	Config *config.Config `json:"config"`
+	// DryRun is spec.syncPartitions false: report what differs, change nothing.
+	DryRun bool `json:"dryRun"`
+}
+
+// syncRequestFor is the sync request of m, whose rendered config is cfg.
+func syncRequestFor(m *v1alpha1.KafkaMirror, cfg *config.Config) syncRequest {
+	return syncRequest{Config: cfg, DryRun: m.Spec.SyncPartitions != nil && !*m.Spec.SyncPartitions}
+}
+
+// syncInput digests what a topic sync works from: the request (as JSON, several times
 // cheaper than rendering mirror.yaml) and the credentials.
-func syncInput(cfg *config.Config, files secretFiles) (string, error) {
-	b, err := json.Marshal(cfg)
+func syncInput(req syncRequest, files secretFiles) (string, error) {
+	b, err := json.Marshal(req)
 	if err != nil {
-		return "", fmt.Errorf("while digesting the mirror config: %w", err)
+		return "", fmt.Errorf("while digesting the topic sync request: %w", err)
 	}
 	return configHash(b, files), nil
 }
 
 // observe returns m's latest topic sync result (ran false when there is none for the
-// current input yet), starting a sync when one is due, and how long until the next
+// current input, or for this KafkaMirror's UID, yet), starting a sync when one is due, and how long until the next
 // one is due. fresh is true for the first reconcile that sees a result.
 func (s *topicSyncs) observe(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *config.Config, files secretFiles) (res topicSyncResult, ran, fresh bool, next time.Duration, err error) {
-	input, err := syncInput(cfg, files)
+	req := syncRequestFor(m, cfg)
+	input, err := syncInput(req, files)
 	if err != nil {
 		return topicSyncResult{}, false, false, 0, err
 	}
@@ -115,15 +138,18 @@ func (s *topicSyncs) observe(ctx context.Context, m *v1alpha1.KafkaMirror, cfg *
 
 	s.mu.Lock()
 	st, ok := s.state[key]
-	if !ok {
-		st = &syncState{}
+	if !ok || st.uid != m.UID {
+		// A KafkaMirror deleted and created again under the same name (with no reconcile
+		// in between to forget it) starts afresh; a sync still running for the old one
+		// records its result in the state dropped here.
+		st = &syncState{uid: m.UID}
 		s.state[key] = st
 	}
 	if st.input != input {
 		st.input, st.have, st.failures = input, false, 0
 	}
 	if st.running == nil && s.dueLocked(st, interval) {
-		s.startLocked(key, st, m, cfg, files)
+		s.startLocked(key, st, m, req, files)
 	}
 	// Wait only for a sync of a new input (a spec or credential change, a new
 	// KafkaMirror): a re-sync on the timer reports the result it has, and its end
@@ -190,7 +216,8 @@ func retryDelay(failures int) time.Duration {
 }
 
 // startLocked starts a sync of m in the background.
-func (s *topicSyncs) startLocked(key types.NamespacedName, st *syncState, m *v1alpha1.KafkaMirror, cfg *config.Config, files secretFiles) {
+func (s *topicSyncs) startLocked(key types.NamespacedName, st *syncState, m *v1alpha1.KafkaMirror, req syncRequest, files secretFiles) {
+	cfg := req.Config
 	pair := strings.Join(cfg.Source.BootstrapServers, ",") + "|" + strings.Join(cfg.Target.BootstrapServers, ",")
 	slot, ok := s.slots[pair]
 	if !ok {
@@ -205,11 +232,13 @@ func (s *topicSyncs) startLocked(key types.NamespacedName, st *syncState, m *v1a
 	default:
 		st.queued = true
 	}
-	go s.run(key, st, m.DeepCopy(), cfg, files, st.input, slot, st.queued, done)
+	// The sync's end enqueues m: its identity is all it needs of the object.
+	ref := &v1alpha1.KafkaMirror{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID}}
+	go s.run(key, st, ref, req, files, st.input, slot, st.queued, done)
 }
 
 // run does one sync and records its result.
-func (s *topicSyncs) run(key types.NamespacedName, st *syncState, m *v1alpha1.KafkaMirror, cfg *config.Config, files secretFiles,
+func (s *topicSyncs) run(key types.NamespacedName, st *syncState, m *v1alpha1.KafkaMirror, req syncRequest, files secretFiles,
 	input string, slot chan struct{}, queued bool, done chan struct{}) {
 	if queued {
 		slot <- struct{}{}
@@ -226,7 +255,7 @@ func (s *topicSyncs) run(key types.NamespacedName, st *syncState, m *v1alpha1.Ka
 		// The slot is held until the work really ends, even past the deadline, so a
 		// hanging cluster never has more than perClusters calls stuck on it.
 		defer func() { <-slot }()
-		results <- w.do(ctx, s.clients, key, m, cfg, files)
+		results <- w.do(ctx, s.clients, key, req, files)
 	}()
 	var res topicSyncResult
 	select {
@@ -315,7 +344,8 @@ func (w *syncWork) abandon(k *kafkaClients) {
 	}
 }
 
-func (w *syncWork) do(ctx context.Context, k *kafkaClients, key types.NamespacedName, m *v1alpha1.KafkaMirror, cfg *config.Config, files secretFiles) topicSyncResult {
+func (w *syncWork) do(ctx context.Context, k *kafkaClients, key types.NamespacedName, req syncRequest, files secretFiles) topicSyncResult {
+	cfg := req.Config
 	w.phase.Store(kafka.RoleSource)
 	src, err := k.acquire(key, cfg.Source, kafka.RoleSource, files)
 	if err != nil {
@@ -330,7 +360,7 @@ func (w *syncWork) do(ctx context.Context, k *kafkaClients, key types.Namespaced
 	}
 	w.hold(tgt)
 	w.phase.Store(kafka.RoleSource)
-	res := syncTopics(ctx, m, cfg, src, tgt)
+	res := syncTopics(ctx, req, src, tgt)
 	k.release(src, res.err != nil && res.role == kafka.RoleSource)
 	k.release(tgt, res.err != nil && res.role == kafka.RoleTarget)
 	return res

@@ -69,14 +69,30 @@ const (
 	// ReasonMirrorLoop (Stalled=True, Ready=False, TopicsSynced=False): another
 	// KafkaMirror mirrors this one's target back into its source under the same topic
 	// names, and spec.provenance.enabled is not true on both, so records would loop
-	// between the two clusters. The message names the other KafkaMirror and a topic. The
-	// operator looks again every topicSyncInterval, so fixing either mirror clears it.
+	// between the two clusters. Only the later of the two is refused: the one that was
+	// there first (running at its current spec, else created first) goes on. The message
+	// names a topic, and the other KafkaMirror when it is in the same namespace
+	// ("another KafkaMirror in the cluster" otherwise). The operator looks again every
+	// topicSyncInterval, so fixing either mirror clears it.
 	ReasonMirrorLoop = "MirrorLoop"
-	// ReasonAutoscalerConflict (Stalled=True, Ready=False, TopicsSynced=False):
-	// spec.autoscaling is set and a HorizontalPodAutoscaler (KEDA's keda-hpa-<name> too)
-	// scales this KafkaMirror or its Deployment; the two would fight over the replica
-	// count. The message names the HorizontalPodAutoscaler. Remove one of them; the
-	// operator looks again every topicSyncInterval.
+	// ReasonConsumerGroupInUse (Stalled=True, Ready=False, TopicsSynced=False): another
+	// KafkaMirror that was there first uses the same consumer group (spec.consumerGroup,
+	// or the default kafka-mirror.<namespace>.<name>) on the same source cluster, or
+	// into the same target cluster. A group belongs to one mirror per cluster: so do the
+	// progress group <group>.source-offsets, the offset-sync topic and the exactly-once
+	// transactional ids derived from it. Two mirrors sharing them would split the
+	// partitions and commit for each other, and records would be lost. Re-create this
+	// KafkaMirror with a spec.consumerGroup of its own (it is immutable); the operator
+	// looks again every topicSyncInterval, so the other mirror's deletion clears it.
+	ReasonConsumerGroupInUse = "ConsumerGroupInUse"
+	// ReasonAutoscalerConflict (Stalled=True, Ready=False, TopicsSynced=False): a
+	// HorizontalPodAutoscaler (KEDA's keda-hpa-<name> for a ScaledObject too) scales
+	// this KafkaMirror's Deployment, which the operator writes (its replicas would be
+	// taken back at every reconcile), or scales this KafkaMirror while spec.autoscaling
+	// is set (two autoscalers would fight over the replica count). The message names
+	// the HorizontalPodAutoscaler and the fix: aim it at the KafkaMirror (its scale
+	// subresource), or use spec.autoscaling instead. Meanwhile the operator leaves the
+	// Deployment to it; it looks again every topicSyncInterval.
 	ReasonAutoscalerConflict = "AutoscalerConflict"
 
 	// ReasonTopicsInSync (TopicsSynced=True): every selected topic has its target with

@@ -162,6 +162,7 @@ func (v validator) check(configs, manifests []string) []fileResult {
 		out = append(out, v.validateManifestPath(path)...)
 	}
 	addLoopProblems(out)
+	addGroupProblems(out)
 	return out
 }
 
