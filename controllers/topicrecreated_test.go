@@ -24,7 +24,7 @@ import (
 // the events told a user before: the engine's records were lost without a word).
 func TestSourceTopicRecreatedEvent(t *testing.T) {
 	requireEnv(t)
-	const ns, name, topic = "t-recreate", "recreate", "recreate.a"
+	const ns, name, topic = "t-topicid", "recreate", "recreate.a"
 	admin := kafkaAdmin(t, env.source)
 	createTopic(t, admin, topic, 2)
 	create(t, testMirror(ns, name, `recreate\..*`))
