@@ -24,10 +24,10 @@ import (
 // the events told a user before: the engine's records were lost without a word).
 func TestSourceTopicRecreatedEvent(t *testing.T) {
 	requireEnv(t)
-	const ns, name, topic = "t-topicid", "recreate", "recreate.a"
+	const ns, name, topic = "t-topicid", "topicid", "topicid.a"
 	admin := kafkaAdmin(t, env.source)
 	createTopic(t, admin, topic, 2)
-	create(t, testMirror(ns, name, `recreate\..*`))
+	create(t, testMirror(ns, name, `topicid\..*`))
 	waitCondition(t, ns, name, v1alpha1.ConditionTopicsSynced, metav1.ConditionTrue, v1alpha1.ReasonTopicsInSync)
 	first := sourceTopicID(t, ns, name, topic, "")
 
