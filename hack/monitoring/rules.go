@@ -112,6 +112,18 @@ var alerts = []alert{
 			"kafkamirrorsourceoffsetslost"),
 	},
 	{
+		// A re-created source topic is mirrored from its beginning (issue 30): nothing is
+		// lost, but the target now holds two incarnations' records under one name, which
+		// consumers of the target topic and whoever deleted the topic want to know.
+		Alert:  "KafkaMirrorSourceTopicRecreated",
+		Expr:   `sum by (namespace, app_kubernetes_io_instance, topic) (increase(kafka_mirror_topic_recreated_total[1h])) > 0`,
+		Labels: map[string]string{"severity": severityWarning},
+		Annotations: annotations(
+			"KafkaMirror "+mirrorRef+" found source topic {{ $labels.topic }} deleted and created again",
+			"The source topic has a new topic ID. The mirror ignored the old topic's stored positions and mirrors the new topic from its beginning, so nothing of it is lost; the target topic now holds the old topic's records followed by the new one's. Find out who re-created the topic, and tell the target topic's consumers.",
+			"kafkamirrorsourcetopicrecreated"),
+	},
+	{
 		// The operator's gauge, not the engine's: it is read from the target groups at
 		// every topic sync, so it keeps ageing while the mirror pods are down. In normal
 		// operation a checkpoint's reported age stays under groups.syncInterval (the
