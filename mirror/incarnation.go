@@ -126,3 +126,29 @@ func (e *Engine) restartIncarnation(sess sarama.ConsumerGroupSession, client sar
 		"startOffset", oldest, "storedIn", where)
 	return nil
 }
+
+// recreatedUnder reports whether topic, whose ID was sessionID when a session started,
+// has another ID now, read from the source cluster at once. If so the selected topics
+// are published again with the new ID, which restarts every session: their claims then
+// judge the stored positions against the new incarnation and start at its beginning.
+// An unknown sessionID, or an ID that cannot be read, answers false: the caller then
+// treats the error as it would without re-creations.
+func (e *Engine) recreatedUnder(topic, sessionID string) bool {
+	if sessionID == "" || e.keeper == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), topicIDLimit)
+	defer cancel()
+	ids, err := sourceTopicIDs(ctx, e.keeper.sourceAdmin, []string{topic})
+	if err != nil || ids[topic] == "" || ids[topic] == sessionID {
+		return false
+	}
+	list, _ := e.topics.get()
+	known := e.topics.topicIDs()
+	known[topic] = ids[topic]
+	if _, recreated := e.topics.set(list, known); len(recreated) > 0 {
+		e.log.Info("Warning: a source topic was deleted and created again while mirrored (its old offset is out of range in the new topic); its partitions are assigned anew and start at the new topic's beginning",
+			"topic", topic, "previousTopicId", sessionID, "topicId", ids[topic])
+	}
+	return true
+}

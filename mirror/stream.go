@@ -146,12 +146,29 @@ func (s *stream) readErrors(errs <-chan error) {
 	for err := range errs {
 		var ce *sarama.ConsumerError
 		if errors.As(err, &ce) && errors.Is(ce.Err, sarama.ErrOffsetOutOfRange) {
+			// A topic deleted and created again under a running session answers the old
+			// incarnation's offset with out-of-range before the topic loop sees the new
+			// ID: that is no gap, the sessions restart on the new incarnation.
+			if s.e.recreatedUnder(ce.Topic, s.sessionTopicID(ce.Topic)) {
+				continue
+			}
 			s.e.fail(fmt.Errorf("source partition %s/%d: the committed offset of group %q is out of range, records were deleted before they were mirrored; "+
 				"reset the group's offset for this partition to accept the gap: %w", ce.Topic, ce.Partition, s.e.cfg.ConsumerGroup, ce.Err))
 			continue
 		}
 		s.log.Error(err, "Consumer group reported an error")
 	}
+}
+
+// sessionTopicID is the ID topic had when the current session started ("" when
+// unknown or when no session runs).
+func (s *stream) sessionTopicID(topic string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return ""
+	}
+	return s.cur.ids[topic]
 }
 
 // Setup starts a session: counts the rebalance, starts the periodic commit and tells
