@@ -686,13 +686,18 @@ func (t *txnClaim) commit() error {
 	if !t.open {
 		return nil
 	}
-	k := e.keeper
-	meta := txnProgressMetadata(c.topic, c.part.partition)
-	offs := map[string][]*sarama.PartitionOffsetMetadata{
-		c.target: {{Partition: c.part.partition, Offset: t.next, LeaderEpoch: -1, Metadata: &meta}},
-	}
-	if err := t.w.producer.AddOffsetsToTxn(offs, k.group); err != nil && !errors.Is(err, sarama.ErrTransactionNotReady) {
-		return fmt.Errorf("while adding source offset %d of %s/%d to the transaction: %w", t.next, c.topic, c.part.partition, err)
+	// A transaction that holds no source record (a stop or a rebalance while its first
+	// record waited for the target topic) stores no offset: t.next is only what an
+	// earlier transaction reached, or its zero value, which would send the partition's
+	// next owner back to offset 0. sarama then ends it without a request.
+	if t.count > 0 {
+		meta := txnProgressMetadata(c.topic, c.part.partition)
+		offs := map[string][]*sarama.PartitionOffsetMetadata{
+			c.target: {{Partition: c.part.partition, Offset: t.next, LeaderEpoch: -1, Metadata: &meta}},
+		}
+		if err := t.w.producer.AddOffsetsToTxn(offs, e.keeper.group); err != nil && !errors.Is(err, sarama.ErrTransactionNotReady) {
+			return fmt.Errorf("while adding source offset %d of %s/%d to the transaction: %w", t.next, c.topic, c.part.partition, err)
+		}
 	}
 	// Not ready means a record failed and moved the transaction to an error state;
 	// CommitTxn then commits nothing and returns that record's error (fenced, ...).
@@ -717,6 +722,9 @@ func (t *txnClaim) commit() error {
 		return fmt.Errorf("while committing the transaction of %s/%d up to offset %d: %w", c.topic, c.part.partition, t.next, err)
 	}
 	t.open = false
+	if t.count == 0 {
+		return nil
+	}
 	if s := e.syncs; s != nil {
 		for _, l := range landed {
 			s.observe(c.part, c.tracker, l.source, l.target)

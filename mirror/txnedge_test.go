@@ -1,0 +1,114 @@
+package mirror
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
+)
+
+// The exactly-once path at its edges (issue 30): stops while a claim waits, a target
+// that black-holes requests, stops during fencing, the out-of-range remedy, and the
+// producers of claims that never started.
+
+// TestExactlyOnceStopWhileWaitingForTargetKeepsProgress stops an exactly-once engine
+// while the first record of each claim waits for its target topic (the target answers
+// metadata for it with LEADER_NOT_AVAILABLE, as during a leader election). The
+// transaction the stop commits holds no record, so it must not store an offset: the
+// target-side offsets stay where the last transaction with records put them, and a
+// read_committed reader sees every record once after a restart on a healed target.
+func TestExactlyOnceStopWhileWaitingForTargetKeepsProgress(t *testing.T) {
+	const (
+		partitions = 2
+		before     = 300
+		during     = 50
+	)
+	c := newClusters(t, partitions)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, before)
+	cfg := c.exactlyOnceConfig(t)
+	progress := func() map[int32]int64 { return targetProgress(t, c, cfg.ConsumerGroup, partitions) }
+
+	first := startEngine(t, cfg, testLogger(t).WithName("first"))
+	testutil.WaitFor(t, 60*time.Second, "the first records committed in transactions", func() bool {
+		p := progress()
+		return p[0] == before && p[1] == before
+	})
+	if err := first.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	// A leader election on the target: metadata of the mirrored topic answers
+	// LEADER_NOT_AVAILABLE for every partition until healed.
+	election := c.target.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Metadata}, Topic: testTopic, Err: kerr.LeaderNotAvailable, Count: -1})
+	second := startEngine(t, cfg, testLogger(t).WithName("second"))
+	testutil.WaitFor(t, 60*time.Second, "the second engine joined", func() bool { return second.e.Ready() == nil })
+	w.produce(t, c.source, during)
+	testutil.WaitFor(t, 60*time.Second, "both partitions waiting for their target topic", func() bool {
+		s := second.e.Stats()
+		waiting := 0
+		for _, p := range s.Partitions {
+			if p.WaitingForTarget {
+				waiting++
+			}
+		}
+		return waiting == partitions
+	})
+	if err := second.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if p := progress(); p[0] != before || p[1] != before {
+		t.Fatalf("target-side offsets after a stop while waiting for the target topic: %v, want %d on both partitions (no record was mirrored)", p, before)
+	}
+
+	election.Remove()
+	third := startEngine(t, cfg, testLogger(t).WithName("third"))
+	got := readTargetCommitted(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
+	res := audit(t, w, got, true, true)
+	if err := third.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
+		t.Fatalf("after a stop while waiting for the target topic: %d records read committed, %d missing, %d duplicates; want %d, 0, 0",
+			res.records, res.missing, res.duplicates, w.total())
+	}
+	t.Logf("stop while waiting for the target topic: target-side offsets stayed at %d; %d records read committed, 0 lost, 0 duplicates",
+		before, res.records)
+}
+
+// targetProgress reads the target-side offsets (ProgressGroup) of testTopic's
+// partitions; none before the group's first commit.
+func targetProgress(t *testing.T, c *testClusters, group string, partitions int32) map[int32]int64 {
+	t.Helper()
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V3_6_0_0
+	admin, err := sarama.NewClusterAdmin(c.target.ListenAddrs(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	parts := make([]int32, partitions)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	out := map[int32]int64{}
+	resp, err := admin.ListConsumerGroupOffsets(ProgressGroup(group), map[string][]int32{testTopic: parts})
+	if errors.Is(err, sarama.ErrGroupIDNotFound) {
+		return out
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		if b := resp.GetBlock(testTopic, p); b != nil {
+			out[p] = b.Offset
+		}
+	}
+	return out
+}
