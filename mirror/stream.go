@@ -212,6 +212,9 @@ func (s *stream) Cleanup(sess sarama.ConsumerGroupSession) error {
 	<-ss.done
 	defer ss.endFinals()
 	defer ss.endDrain()
+	if e.txn != nil {
+		e.txn.release(sess)
+	}
 	if e.aborted.Load() {
 		return nil
 	}

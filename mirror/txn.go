@@ -76,8 +76,8 @@ type exactlyOnce struct {
 
 	// committed, failed and fenced count transactions, and leftOpen the claims that
 	// ended with a transaction open (a kill, a fatal error, a commit past the drain),
-	// for tests and logs.
-	committed, failed, fenced, leftOpen atomic.Int64
+	// for tests and logs. open counts the producers opened and not closed yet.
+	committed, failed, fenced, leftOpen, open atomic.Int64
 }
 
 func newExactlyOnce(e *Engine) *exactlyOnce {
@@ -120,6 +120,27 @@ func (x *exactlyOnce) put(sess sarama.ConsumerGroupSession, tp partitionKey, w *
 	x.mu.Unlock()
 	for _, old := range stale {
 		old.close()
+	}
+}
+
+// release closes the producers sess opened for claims that never started: the
+// session ended before sarama started them, or their partition consumer could not
+// start (an offset out of range). Left in writers, each kept a client and its
+// connections until a later session of the same partition replaced it, which may
+// never come. Cleanup calls it once every claim of sess has returned.
+func (x *exactlyOnce) release(sess sarama.ConsumerGroupSession) {
+	var left []*txnWriter
+	x.mu.Lock()
+	for k, w := range x.writers {
+		if k.member == sess.MemberID() && k.generation == sess.GenerationID() {
+			left = append(left, w)
+			delete(x.writers, k)
+		}
+	}
+	x.mu.Unlock()
+	for _, w := range left {
+		// Closing waits for the client's brokers, which a target that hangs holds.
+		go w.close()
 	}
 }
 
@@ -226,6 +247,8 @@ type txnWriter struct {
 	client   sarama.Client
 	producer sarama.AsyncProducer
 	acksDone chan struct{}
+	// open is exactlyOnce.open, which close counts down.
+	open *atomic.Int64
 
 	// syncs is on when the engine writes offset syncs: acks then record where each
 	// source offset landed (landed).
@@ -274,7 +297,8 @@ func openTxnWriter(e *Engine, tp partitionKey) (*txnWriter, error) {
 		return nil, fmt.Errorf("while opening the transactional producer %q on the target cluster: %w", id, err)
 	}
 	w := &txnWriter{id: id, client: client, producer: producer, acksDone: make(chan struct{}), syncs: e.syncs != nil,
-		ackedCh: make(chan struct{}, 1)}
+		ackedCh: make(chan struct{}, 1), open: &e.txn.open}
+	w.open.Add(1)
 	go w.readAcks()
 	return w, nil
 }
@@ -373,6 +397,7 @@ func (w *txnWriter) close() {
 	_ = w.producer.Close()
 	<-w.acksDone
 	_ = w.client.Close()
+	w.open.Add(-1)
 }
 
 // txnClaim is one claim mirrored in transactions.

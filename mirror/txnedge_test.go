@@ -112,3 +112,34 @@ func targetProgress(t *testing.T, c *testClusters, group string, partitions int3
 	}
 	return out
 }
+
+// TestExactlyOnceClosesProducersOfClaimsThatNeverStarted makes a claim that never
+// starts: its committed offset fell out of the source's retention, so sarama cannot
+// start its partition consumer and never calls ConsumeClaim. The transactional producer
+// Setup opened for it (the fencing step) must be closed when the session ends, not kept
+// until a later session of the same partition, which may never come.
+func TestExactlyOnceClosesProducersOfClaimsThatNeverStarted(t *testing.T) {
+	c := newClusters(t, 1)
+	w := newWorkload(1)
+	w.produce(t, c.source, 100)
+	cfg := c.exactlyOnceConfig(t)
+	first := startEngine(t, cfg, testLogger(t).WithName("first"))
+	testutil.WaitFor(t, 60*time.Second, "100 records committed in transactions", func() bool {
+		return targetProgress(t, c, cfg.ConsumerGroup, 1)[0] == 100
+	})
+	if err := first.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	w.produce(t, c.source, 100)
+	if err := sourceAdmin(t, c).DeleteRecords(testTopic, map[int32]int64{0: 150}); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startEngine(t, cfg, testLogger(t).WithName("second"))
+	if err := second.wait(t, 60*time.Second); err == nil {
+		t.Fatal("Run returned nil although records 100..149 were deleted before they were mirrored")
+	}
+	opened := second.e.txn.open.Load()
+	testutil.WaitFor(t, 30*time.Second, "every transactional producer closed", func() bool { return second.e.txn.open.Load() == 0 })
+	t.Logf("%d transactional producers open when Run returned, 0 once closed in the background", opened)
+}
