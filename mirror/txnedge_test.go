@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,4 +143,90 @@ func TestExactlyOnceClosesProducersOfClaimsThatNeverStarted(t *testing.T) {
 	opened := second.e.txn.open.Load()
 	testutil.WaitFor(t, 30*time.Second, "every transactional producer closed", func() bool { return second.e.txn.open.Load() == 0 })
 	t.Logf("%d transactional producers open when Run returned, 0 once closed in the background", opened)
+}
+
+// TestOutOfRangeRemedyWorksInEachMode deletes source records before they were
+// mirrored (as retention would) and checks, in both delivery modes, that the engine
+// stops with an error naming the remedy, and that applying that remedy (resetting the
+// source group's offset for the partition to its first offset, as
+// kafka-consumer-groups --reset-offsets --to-earliest does) lets the engine run: the
+// records after the gap are mirrored once, the deleted ones are the only ones missing.
+// With exactlyOnce the offset stored in the last target transaction used to win over
+// the reset, and the engine stopped again with the same error.
+func TestOutOfRangeRemedyWorksInEachMode(t *testing.T) {
+	const (
+		mirrored = 500
+		deleted  = 300
+		after    = 200
+	)
+	tests := map[string]struct {
+		exactlyOnce bool
+		remedy      []string
+	}{
+		"atLeastOnce": {remedy: []string{"reset the group's offset", "--group mirror-test --topic orders:0 --reset-offsets --to-earliest --execute"}},
+		"exactlyOnce": {exactlyOnce: true, remedy: []string{"reset the group's offset", "--group mirror-test --topic orders:0 --reset-offsets --to-earliest --execute",
+			"exactlyOnce", "last target transaction"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := newClusters(t, 1)
+			w := newWorkload(1)
+			w.produce(t, c.source, mirrored)
+			cfg := c.testConfig(t)
+			if tc.exactlyOnce {
+				cfg = c.exactlyOnceConfig(t)
+			}
+			first := startEngine(t, cfg, testLogger(t).WithName("first"))
+			testutil.WaitFor(t, 60*time.Second, "the first records mirrored and committed", func() bool {
+				s := first.e.Stats()
+				return len(s.Partitions) == 1 && s.Partitions[0].Committed == mirrored
+			})
+			if err := first.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			w.produce(t, c.source, deleted+after)
+			if err := sourceAdmin(t, c).DeleteRecords(testTopic, map[int32]int64{0: mirrored + deleted}); err != nil {
+				t.Fatal(err)
+			}
+
+			second := startEngine(t, cfg, testLogger(t).WithName("second"))
+			err := second.wait(t, 60*time.Second)
+			if err == nil {
+				t.Fatalf("Run returned nil although records %d..%d were deleted before they were mirrored", mirrored, mirrored+deleted-1)
+			}
+			for _, want := range append([]string{"source partition orders/0", "out of range"}, tc.remedy...) {
+				if !strings.Contains(err.Error(), want) {
+					t.Fatalf("error %q does not contain %q", err, want)
+				}
+			}
+
+			// The remedy, with the mirror stopped: the group's offset moves to the
+			// partition's first offset.
+			testutil.CommitOffsets(t, c.source.ListenAddrs(), cfg.ConsumerGroup, testTopic, map[int32]int64{0: mirrored + deleted}, "")
+			third := startEngine(t, cfg, testLogger(t).WithName("third"))
+			testutil.WaitFor(t, 60*time.Second, "the records after the gap mirrored and committed", func() bool {
+				s := third.e.Stats()
+				return third.e.isFailed() || len(s.Partitions) == 1 && s.Partitions[0].Committed == int64(w.total())
+			})
+			if err := third.stop(t); err != nil {
+				t.Fatalf("Run after the remedy = %v, want nil", err)
+			}
+			got := readTargetAs(t, c.target, testTopic, mirrored+after, time.Second, time.Minute, tc.exactlyOnce)
+			seen := map[int]int{}
+			for _, r := range got[0] {
+				_, i := recordID(t, r)
+				seen[i]++
+			}
+			for i := 0; i < w.total(); i++ {
+				want := 1
+				if i >= mirrored && i < mirrored+deleted {
+					want = 0
+				}
+				if tc.exactlyOnce && seen[i] != want || !tc.exactlyOnce && (want == 0) != (seen[i] == 0) {
+					t.Fatalf("record %d is on the target %d times, want %d", i, seen[i], want)
+				}
+			}
+			t.Logf("%s: the error named the remedy; after it %d records on the target, the %d deleted ones the only missing", name, len(got[0]), deleted)
+		})
+	}
 }
