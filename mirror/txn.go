@@ -151,60 +151,36 @@ func (x *exactlyOnce) release(sess sarama.ConsumerGroupSession) {
 // completed) before the offset is read, so the offset read is final. A partition
 // without a target-side offset starts at the source group's offset (a mirror that ran
 // at-least-once before), else at initialOffset.
+//
+// The fencing and the reads run on their own and assign waits for them only while the
+// session lasts and the engine has not failed: a target that swallows the requests
+// (each waits for sarama's read timeout, and InitProducerId is retried for about
+// deliveryTimeout) must not hold a stop or a rebalance, which end the session, past
+// the drain. Producers that open after assign gave up are closed as they open.
 func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, log logr.Logger) error {
 	e := x.e
-	type opened struct {
-		tp  partitionKey
-		w   *txnWriter
-		err error
-	}
+	done := make(chan fencedClaims, 1)
 	claims := sess.Claims()
-	results := make(chan opened)
-	n := 0
-	for topic, parts := range claims {
-		for _, p := range parts {
-			n++
-			go func() {
-				tp := partitionKey{topic, p}
-				w, err := openTxnWriter(e, tp)
-				results <- opened{tp, w, err}
-			}()
-		}
+	ctx, giveUp := context.WithCancel(context.Background())
+	defer giveUp()
+	go func() { done <- x.fence(ctx, claims) }()
+	var f fencedClaims
+	select {
+	case f = <-done:
+	case <-sess.Context().Done():
+		giveUp()
+		go func() { (<-done).closeAll() }()
+		return fmt.Errorf("while fencing the previous owners of the claimed partitions: the session ended: %w", sess.Context().Err())
+	case <-e.failed:
+		giveUp()
+		go func() { (<-done).closeAll() }()
+		return errStopped
 	}
-	writers := make(map[partitionKey]*txnWriter, n)
-	var errs []error
-	for range n {
-		r := <-results
-		if r.err != nil {
-			errs = append(errs, r.err)
-			continue
-		}
-		writers[r.tp] = r.w
+	if f.err != nil {
+		return f.err
 	}
-	closeAll := func() {
-		for _, w := range writers {
-			w.close()
-		}
-	}
-	if len(errs) > 0 {
-		closeAll()
-		return fmt.Errorf("while fencing the previous owners of the claimed partitions: %w", errors.Join(errs...))
-	}
+	writers, tgt, src := f.writers, f.tgt, f.src
 	k := e.keeper
-	ask := map[string][]int32{}
-	for topic, parts := range claims {
-		ask[k.targetName(topic)] = append(ask[k.targetName(topic)], parts...)
-	}
-	tgt, err := listOffsets(k.targetAdmin, k.group, ask)
-	if err != nil {
-		closeAll()
-		return fmt.Errorf("while reading the offsets of target-side group %q: %w", k.group, err)
-	}
-	src, err := listOffsets(k.sourceAdmin, k.sourceGroup, claims)
-	if err != nil {
-		closeAll()
-		return fmt.Errorf("while reading the offsets of source group %q: %w", k.sourceGroup, err)
-	}
 	for tp, w := range writers {
 		b := blockOf(tgt, k.targetName(tp.topic), tp.partition)
 		srcOff := int64(-1)
@@ -239,6 +215,75 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, log logr.Logger) 
 		x.put(sess, tp, w)
 	}
 	return nil
+}
+
+// fencedClaims is what fence found: the claims' producers, opened, and the offsets of
+// the target-side and the source groups, or the error that stopped it (then it closed
+// the producers it had opened).
+type fencedClaims struct {
+	writers  map[partitionKey]*txnWriter
+	tgt, src *sarama.OffsetFetchResponse
+	err      error
+}
+
+func (f fencedClaims) closeAll() {
+	for _, w := range f.writers {
+		w.close()
+	}
+}
+
+// fence opens the producers of claims (in parallel), then reads the claims' offsets
+// from the target-side and the source groups. Producers still opening when ctx ends
+// give up (openTxnWriter).
+func (x *exactlyOnce) fence(ctx context.Context, claims map[string][]int32) fencedClaims {
+	e := x.e
+	type opened struct {
+		tp  partitionKey
+		w   *txnWriter
+		err error
+	}
+	results := make(chan opened)
+	n := 0
+	for topic, parts := range claims {
+		for _, p := range parts {
+			n++
+			go func() {
+				tp := partitionKey{topic, p}
+				w, err := openTxnWriter(ctx, e, tp)
+				results <- opened{tp, w, err}
+			}()
+		}
+	}
+	f := fencedClaims{writers: make(map[partitionKey]*txnWriter, n)}
+	var errs []error
+	for range n {
+		r := <-results
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		f.writers[r.tp] = r.w
+	}
+	fail := func(err error) fencedClaims {
+		f.closeAll()
+		return fencedClaims{err: err}
+	}
+	if len(errs) > 0 {
+		return fail(fmt.Errorf("while fencing the previous owners of the claimed partitions: %w", errors.Join(errs...)))
+	}
+	k := e.keeper
+	ask := map[string][]int32{}
+	for topic, parts := range claims {
+		ask[k.targetName(topic)] = append(ask[k.targetName(topic)], parts...)
+	}
+	var err error
+	if f.tgt, err = listOffsets(k.targetAdmin, k.group, ask); err != nil {
+		return fail(fmt.Errorf("while reading the offsets of target-side group %q: %w", k.group, err))
+	}
+	if f.src, err = listOffsets(k.sourceAdmin, k.sourceGroup, claims); err != nil {
+		return fail(fmt.Errorf("while reading the offsets of source group %q: %w", k.sourceGroup, err))
+	}
+	return f
 }
 
 // seek makes the session's claim of tp start at offset, which may be before or after
@@ -283,7 +328,12 @@ type landing struct{ source, target int64 }
 // step: InitProducerId with the same id bumps the epoch, so the previous owner's
 // producer can neither add to nor commit its transaction any more, and its open
 // transaction is aborted.
-func openTxnWriter(e *Engine, tp partitionKey) (*txnWriter, error) {
+//
+// When ctx ends first (the session that asked for it ended), the producer's client is
+// closed: sarama retries InitProducerId for about deliveryTimeout, each attempt waiting
+// for its read timeout when the target does not answer, and an attempt answered late
+// would fence the partition's next owner long after this process gave up on it.
+func openTxnWriter(ctx context.Context, e *Engine, tp partitionKey) (*txnWriter, error) {
 	id := txnID(e.cfg.ConsumerGroup, tp.topic, tp.partition)
 	pc, err := kafka.ProducerConfig(e.cfg, e.kafkaOpts...)
 	if err != nil {
@@ -300,7 +350,15 @@ func openTxnWriter(e *Engine, tp partitionKey) (*txnWriter, error) {
 	if err != nil {
 		return nil, err
 	}
+	giveUp := context.AfterFunc(ctx, func() { _ = client.Close() })
 	producer, err := sarama.NewAsyncProducerFromClient(client)
+	if !giveUp() {
+		// ctx ended: the client is closed, or being closed.
+		if err == nil {
+			_ = producer.Close()
+		}
+		return nil, fmt.Errorf("while opening the transactional producer %q on the target cluster: %w", id, ctx.Err())
+	}
 	if err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("while opening the transactional producer %q on the target cluster: %w", id, err)

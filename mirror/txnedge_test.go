@@ -3,6 +3,8 @@ package mirror
 import (
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
 // The exactly-once path at its edges (issue 30): stops while a claim waits, a target
@@ -229,4 +232,98 @@ func TestOutOfRangeRemedyWorksInEachMode(t *testing.T) {
 			t.Logf("%s: the error named the remedy; after it %d records on the target, the %d deleted ones the only missing", name, len(got[0]), deleted)
 		})
 	}
+}
+
+// swallowInitProducerID makes cl read every InitProducerId request and never answer
+// it (transactional ones only, or every one), as a target that hangs does. heal lets
+// later requests through; swallowed counts the requests it kept.
+func swallowInitProducerID(cl *kfake.Cluster, transactionalOnly bool) (heal func(), swallowed *atomic.Int64) {
+	var healed atomic.Bool
+	swallowed = new(atomic.Int64)
+	cl.ControlKey(kmsg.InitProducerID.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if healed.Load() {
+			cl.DropControl()
+			return nil, nil, false
+		}
+		cl.KeepControl()
+		if r, ok := req.(*kmsg.InitProducerIDRequest); ok && transactionalOnly && r.TransactionalID == nil {
+			return nil, nil, false
+		}
+		swallowed.Add(1)
+		return nil, nil, true
+	})
+	return func() { healed.Store(true) }, swallowed
+}
+
+// TestExactlyOnceStopDuringFencingIsBounded stops two exactly-once members while a
+// rebalance has them both in Setup, fencing their new partitions' previous owners,
+// and the target swallows every transactional InitProducerId. Each Run must return
+// within the drain bound (3 x (drain + commit)), like the at-least-once path; it used
+// to wait for sarama's read timeout and retries. After the target heals, a new member
+// mirrors everything: a read_committed reader sees every record once.
+func TestExactlyOnceStopDuringFencingIsBounded(t *testing.T) {
+	const (
+		partitions = 4
+		drain      = 2 * time.Second
+	)
+	c := newClusters(t, partitions)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, 200)
+	cfg := c.exactlyOnceConfig(t, func(cfg *config.Config) { cfg.Streams = 1 })
+	a := startEngine(t, cfg, testLogger(t).WithName("a"), WithDrainTimeout(drain))
+	testutil.WaitFor(t, 60*time.Second, "the first records committed in transactions", func() bool {
+		p := targetProgress(t, c, cfg.ConsumerGroup, partitions)
+		return p[0] == 200 && p[1] == 200 && p[2] == 200 && p[3] == 200
+	})
+
+	heal, swallowed := swallowInitProducerID(c.target, true)
+	b := startEngine(t, cfg, testLogger(t).WithName("b"), WithDrainTimeout(drain))
+	w.produce(t, c.source, 100)
+	// After the rebalance both members fence their partitions: one swallowed request
+	// per partition.
+	testutil.WaitFor(t, 60*time.Second, "both members fencing their partitions after the rebalance", func() bool {
+		return swallowed.Load() >= partitions
+	})
+
+	ceiling := stopCeiling(drain)
+	var took [2]time.Duration
+	var wg sync.WaitGroup
+	for i, r := range []*runningEngine{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			began := time.Now()
+			r.cancel()
+			select {
+			case <-r.done:
+				took[i] = time.Since(began)
+			case <-time.After(60 * time.Second):
+				took[i] = -1
+			}
+		}()
+	}
+	wg.Wait()
+	for i, d := range took {
+		if d < 0 || d > ceiling {
+			t.Fatalf("member %d: Run returned %v after a stop during fencing (-1: not within 60 s), want at most %v (3 x (drain %v + commit %v))",
+				i, d, ceiling, drain, commitAllowance)
+		}
+		if err := []*runningEngine{a, b}[i].err; err != nil {
+			t.Fatalf("member %d: Run = %v after a stop during fencing, want nil", i, err)
+		}
+	}
+
+	heal()
+	last := startEngine(t, cfg, testLogger(t).WithName("last"), WithDrainTimeout(drain))
+	got := readTargetCommitted(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
+	res := audit(t, w, got, true, true)
+	if err := last.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
+		t.Fatalf("after a stop during fencing: %d records read committed, %d missing, %d duplicates; want %d, 0, 0",
+			res.records, res.missing, res.duplicates, w.total())
+	}
+	t.Logf("stop during fencing (%d InitProducerId swallowed): Run returned after %v and %v (ceiling %v); then %d records, 0 lost, 0 duplicates",
+		swallowed.Load(), took[0].Round(time.Millisecond), took[1].Round(time.Millisecond), ceiling, res.records)
 }
