@@ -491,12 +491,13 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 	// One ticket per open transaction: a small tracker is plenty.
 	c, ss := s.startClaim(claim, 1<<10)
 	defer c.part.detach()
-	// The delivery watch does not look at this claim: its tracker holds one ticket per
-	// open transaction, and sarama's produce and transaction retries end a commit that
-	// cannot succeed (with an error) after retrying for about deliveryTimeout, plus the
-	// requests' own timeouts. A process paused for longer (a zombie) must be fenced when
-	// it resumes, not stopped by its own watch first.
-	c.part.setUnsent(1)
+	// The delivery watch looks at this claim as at any other: its tracker holds one
+	// ticket per open transaction, from the transaction's first record until its
+	// commit, so a transaction not committed within deliveryTimeout stops the engine.
+	// sarama's own retries do not bound that: each produce retry to a target that
+	// reads requests and never answers waits for the read timeout (30 s), and they
+	// retry for deliveryTimeout. The watch does not count a time the process was
+	// stopped (a zombie resumed after its partitions moved must learn it was fenced).
 
 	w := e.txn.take(sess, partitionKey{claim.Topic(), claim.Partition()})
 	if w == nil {
@@ -508,8 +509,12 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 	t := &txnClaim{c: c, w: w, ss: ss}
 	err := t.run(sess.Context(), claim)
 	if t.open {
-		// Never committed: the source group's offset stays at its first record.
+		// Never committed: the source group's offset stays at its first record. Its
+		// records are owed to no one (the next owner's fencing, or the target's
+		// timeout, aborts the transaction), so the delivery watch lets the released
+		// partition go.
 		e.txn.leftOpen.Add(1)
+		c.part.setUnsent(1)
 	}
 	if e.aborted.Load() || t.open {
 		// As a killed process: the open transaction is left to the fencing of the next
@@ -604,10 +609,9 @@ func (t *txnClaim) run(ctx context.Context, claim sarama.ConsumerGroupClaim) err
 		}
 		if m != nil {
 			if !t.open {
-				if err := t.w.producer.BeginTxn(); err != nil {
-					return fmt.Errorf("while beginning a transaction: %w", err)
+				if err := t.begin(); err != nil {
+					return err
 				}
-				t.open, t.count, t.sent, t.started = true, 0, 0, time.Now()
 				timer.Reset(max(0, interval-t.started.Sub(lastCommit)))
 			}
 			if err := t.send(ctx, m); err != nil {
@@ -673,7 +677,7 @@ func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 	case drop != dropNone:
 		c.part.dropped(drop)
 	case c.e.passThrough:
-		if err := c.awaitTarget(ctx, c.target, m.Partition); err != nil {
+		if err := t.awaitTarget(ctx, c.target, m.Partition); err != nil {
 			return err
 		}
 		pm := &sarama.ProducerMessage{Topic: c.target, Partition: m.Partition, Timestamp: m.Timestamp}
@@ -705,7 +709,7 @@ func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 		}
 		for _, out := range outs {
 			topic := c.targetName(out.Topic)
-			if err := c.awaitTarget(ctx, topic, out.Partition); err != nil {
+			if err := t.awaitTarget(ctx, topic, out.Partition); err != nil {
 				return err
 			}
 			pm := &sarama.ProducerMessage{Topic: topic, Partition: out.Partition, Timestamp: out.Timestamp}
@@ -743,6 +747,38 @@ func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 	}
 	t.count++
 	t.next = m.Offset + 1
+	return nil
+}
+
+// awaitTarget is claimState.awaitTarget for a record of the open transaction. When
+// the target topic is not known to be ready, the record may wait long (the topic is
+// missing or has too few partitions): the records the transaction already holds are
+// committed first and a new transaction begins, so that no transaction stays open
+// while its partition waits. An open one would hold back read_committed readers, be
+// aborted by the target after its transaction timeout, and stop the engine on the
+// delivery watch after deliveryTimeout.
+func (t *txnClaim) awaitTarget(ctx context.Context, topic string, partition int32) error {
+	c := t.c
+	if c.knownReady(topic, partition) {
+		return nil
+	}
+	if t.count > 0 {
+		if err := t.commit(); err != nil {
+			return err
+		}
+		if err := t.begin(); err != nil {
+			return err
+		}
+	}
+	return c.awaitTarget(ctx, topic, partition)
+}
+
+// begin opens a transaction.
+func (t *txnClaim) begin() error {
+	if err := t.w.producer.BeginTxn(); err != nil {
+		return fmt.Errorf("while beginning a transaction: %w", err)
+	}
+	t.open, t.count, t.sent, t.started = true, 0, 0, time.Now()
 	return nil
 }
 

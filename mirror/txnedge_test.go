@@ -2,6 +2,8 @@ package mirror
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -9,12 +11,14 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
 )
 
 // The exactly-once path at its edges (issue 30): stops while a claim waits, a target
@@ -326,4 +330,194 @@ func TestExactlyOnceStopDuringFencingIsBounded(t *testing.T) {
 	}
 	t.Logf("stop during fencing (%d InitProducerId swallowed): Run returned after %v and %v (ceiling %v); then %d records, 0 lost, 0 duplicates",
 		swallowed.Load(), took[0].Round(time.Millisecond), took[1].Round(time.Millisecond), ceiling, res.records)
+}
+
+// TestExactlyOnceDeliveryTimeoutHolds black-holes the target's Produce requests under
+// an exactly-once engine: its open transaction can neither be written nor committed.
+// deliveryTimeout holds as it does at-least-once: the engine gives up no earlier than
+// deliveryTimeout after the cut, Run returns an error naming the record, /readyz says
+// so, nothing past the last committed transaction is stored; a restart on a healed
+// target mirrors every record once. It used to run on (each produce retry waiting for
+// sarama's 30 s read timeout: about an hour with the default deliveryTimeout).
+func TestExactlyOnceDeliveryTimeoutHolds(t *testing.T) {
+	const (
+		deliveryTimeout = 5 * time.Second
+		before          = 100
+	)
+	c := newClusters(t, 1)
+	w := newWorkload(1)
+	w.produce(t, c.source, before)
+	cfg := c.exactlyOnceConfig(t, func(cfg *config.Config) { cfg.DeliveryTimeout = config.Duration{Duration: deliveryTimeout} })
+	r := startEngine(t, cfg, testLogger(t).WithName("first"))
+	testutil.WaitFor(t, 60*time.Second, "the first records committed in transactions", func() bool {
+		return targetProgress(t, c, cfg.ConsumerGroup, 1)[0] == before
+	})
+
+	heal := blackHoleProduce(c.target)
+	cut := time.Now()
+	w.produce(t, c.source, 100)
+	failedAtCh := make(chan time.Time, 1)
+	go func() {
+		<-r.e.failed
+		failedAtCh <- time.Now()
+	}()
+	// The watch gives up one tick after deliveryTimeout, and the fatal stop waits at
+	// most fatalDrainLimit: a generous ceiling of three times that.
+	ceiling := 3 * (deliveryTimeout + time.Second + fatalDrainLimit + commitAllowance)
+	err := r.wait(t, 2*ceiling)
+	returned := time.Since(cut)
+	var failedAt time.Time
+	select {
+	case failedAt = <-failedAtCh:
+	case <-time.After(time.Second):
+	}
+	if err == nil || !strings.Contains(err.Error(), "deliveryTimeout") || !strings.Contains(err.Error(), "orders/0 offset 100") {
+		t.Fatalf("Run = %v, want an error naming deliveryTimeout and the first record not committed (orders/0 offset 100)", err)
+	}
+	if gaveUp := failedAt.Sub(cut); failedAt.IsZero() || gaveUp < deliveryTimeout {
+		t.Fatalf("the engine gave up %v after the cut, before deliveryTimeout %v: %v", gaveUp, deliveryTimeout, err)
+	}
+	if returned > ceiling {
+		t.Fatalf("Run returned %v after the cut, want within %v", returned, ceiling)
+	}
+	if rerr := r.e.Ready(); rerr == nil || !strings.Contains(rerr.Error(), "deliveryTimeout") {
+		t.Fatalf("Ready = %v after the failure, want the error", rerr)
+	}
+	if p := targetProgress(t, c, cfg.ConsumerGroup, 1)[0]; p != before {
+		t.Fatalf("target-side offset %d after the failure, want %d: nothing past the last committed transaction", p, before)
+	}
+	if sg := testutil.CommittedOffsets(t, c.source.ListenAddrs(), cfg.ConsumerGroup, testTopic, 1)[0]; sg > before {
+		t.Fatalf("source group offset %d after the failure, want at most %d", sg, before)
+	}
+
+	heal()
+	second := startEngine(t, cfg, testLogger(t).WithName("second"))
+	got := readTargetCommitted(t, c.target, testTopic, w.total(), 2*time.Second, 2*time.Minute)
+	res := audit(t, w, got, true, true)
+	if err := second.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if res.missing != 0 || res.duplicates != 0 || res.records != w.total() {
+		t.Fatalf("after the restart: %d records read committed, %d missing, %d duplicates; want %d, 0, 0",
+			res.records, res.missing, res.duplicates, w.total())
+	}
+	t.Logf("black-holed target: gave up %v after the cut (deliveryTimeout %v), Run returned after %v: %v; restarted: %d records, 0 lost, 0 duplicates",
+		failedAt.Sub(cut).Round(10*time.Millisecond), deliveryTimeout, returned.Round(10*time.Millisecond), err, res.records)
+}
+
+// TestExactlyOnceWaitForTargetTopicCommitsFirst routes records 50 and later of a
+// partition (a CEL transform) to a target topic that does not exist yet: the partition
+// waits for it. The transaction holding records 0..49 must be committed before the
+// wait, not left open through it: read_committed readers see them meanwhile, and a
+// wait longer than deliveryTimeout is no delivery failure (the delivery watch would
+// otherwise count it). Once the topic exists, the rest follows, each record once.
+func TestExactlyOnceWaitForTargetTopicCommitsFirst(t *testing.T) {
+	const (
+		deliveryTimeout = 2 * time.Second
+		records         = 100
+		first           = 50
+		late            = "orders.late"
+	)
+	c := newClusters(t, 1, kfake.SeedTopics(1, testTopic))
+	producePlain(t, c.source, testTopic, 1, records)
+	cfg := c.exactlyOnceConfig(t, func(cfg *config.Config) {
+		cfg.SyncTopics = config.BoolPtr(false)
+		cfg.DeliveryTimeout = config.Duration{Duration: deliveryTimeout}
+		cfg.Handlers = []config.HandlerSpec{{CEL: &config.CELHandler{Transform: &config.CELTransform{
+			Topic: fmt.Sprintf("record.offset < %d ? record.topic : '%s'", first, late),
+		}}}}
+	})
+	r := startEngine(t, cfg, testLogger(t))
+	testutil.WaitFor(t, 60*time.Second, "the partition waiting for its target topic", func() bool {
+		s := r.e.Stats()
+		return len(s.Partitions) == 1 && s.Partitions[0].WaitingForTarget
+	})
+	got := readTargetCommitted(t, c.target, testTopic, first, time.Second, time.Minute)
+	if n := len(got[0]); n != first {
+		t.Fatalf("%s holds %d records read committed while the partition waits, want %d", testTopic, n, first)
+	}
+	// A wait longer than deliveryTimeout is not a delivery failure.
+	time.Sleep(2 * deliveryTimeout)
+	if r.e.isFailed() {
+		t.Fatalf("the engine failed while a partition waited for its target topic: %v", r.e.failErr)
+	}
+
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V3_6_0_0
+	admin, err := sarama.NewClusterAdmin(c.target.ListenAddrs(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.CreateTopic(late, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	rest := readTargetCommitted(t, c.target, late, records-first, time.Second, time.Minute)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	got = readTargetCommitted(t, c.target, testTopic, first, time.Second, time.Minute)
+	if len(got[0]) != first || len(rest[0]) != records-first {
+		t.Fatalf("read committed: %d records in %s and %d in %s, want %d and %d", len(got[0]), testTopic, len(rest[0]), late, first, records-first)
+	}
+	for i, rec := range append(got[0], rest[0]...) {
+		if want := strconv.Itoa(i); string(rec.Value) != want {
+			t.Fatalf("record %d holds %q, want %q (each record once, in order)", i, rec.Value, want)
+		}
+	}
+	t.Logf("records 0..%d committed before the wait for %s (%v, longer than deliveryTimeout %v); then the other %d, each once",
+		first-1, late, 2*deliveryTimeout, deliveryTimeout, records-first)
+}
+
+// TestDeliveryWatchDoesNotCountAStoppedProcess: a process stopped (SIGSTOP, a frozen
+// VM) for longer than deliveryTimeout with a record in flight must not fail on its own
+// watch the moment it runs again: it could read no ack meanwhile, and a zombie resumed
+// after its partitions moved must go on long enough to learn it was fenced. A record
+// still not acked deliveryTimeout after the process runs again is reported.
+func TestDeliveryWatchDoesNotCountAStoppedProcess(t *testing.T) {
+	const (
+		timeout = 10 * time.Second
+		tick    = time.Second
+	)
+	e := &Engine{
+		log:   logr.Discard(),
+		cfg:   &config.Config{Target: config.Cluster{BootstrapServers: []string{"target:9092"}}},
+		parts: partitionRegistry{parts: map[partitionKey]*partitionState{}, m: newMetrics()},
+	}
+	p := e.parts.get(testTopic, 0)
+	tr := offsets.New(16)
+	tr.Add(41, 1)
+	p.mu.Lock()
+	p.tracker, p.assigned = tr, true
+	p.mu.Unlock()
+
+	stalls := map[*offsets.Tracker]*stall{}
+	t0 := time.Now()
+	if err := e.deliveryTick(stalls, t0.Add(-tick), t0, tick, timeout); err != nil {
+		t.Fatalf("first look: %v", err)
+	}
+	// Stopped for a minute: the next tick comes late.
+	resumed := t0.Add(time.Minute)
+	if err := e.deliveryTick(stalls, t0, resumed, tick, timeout); err != nil {
+		t.Fatalf("first look after a minute stopped: %v, want nil (the stopped time is not counted)", err)
+	}
+	// Running again, ticking on time: reported deliveryTimeout after it resumed.
+	last, failedAt := resumed, time.Time{}
+	for now := resumed.Add(tick); now.Before(resumed.Add(3 * timeout)); now = now.Add(tick) {
+		if err := e.deliveryTick(stalls, last, now, tick, timeout); err != nil {
+			if !strings.Contains(err.Error(), "offset 41") {
+				t.Fatalf("error %q does not name offset 41", err)
+			}
+			failedAt = now
+			break
+		}
+		last = now
+	}
+	if ran := failedAt.Sub(resumed); failedAt.IsZero() || ran < timeout-tick || ran > timeout+tick {
+		t.Fatalf("reported %v after the process ran again, want deliveryTimeout %v (one tick either way)", ran, timeout)
+	}
+	// A tick late by less than watchStopSlack is a busy machine: counted.
+	if d := stoppedFor(t0, t0.Add(tick+watchStopSlack), tick); d != 0 {
+		t.Fatalf("stoppedFor a tick %v late = %v, want 0", watchStopSlack, d)
+	}
 }
