@@ -264,9 +264,6 @@ func (e *Engine) Run(ctx context.Context) error {
 	made := &connections{targetMeta: conns.targetMeta}
 	targets := e.targetTopicNames()
 	if err := e.life.untilStopped(ctx, func() error { return e.sender.openProducers(made, targets) }, made.closeProducers); err != nil {
-		if ctx.Err() == nil {
-			made.closeProducers()
-		}
 		return startFailed(err)
 	}
 	conns.producer, conns.target, conns.single, conns.singleClient = made.producer, made.target, made.single, made.singleClient

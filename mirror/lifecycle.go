@@ -112,8 +112,9 @@ func waitUntil(deadline time.Time, done <-chan struct{}) bool {
 // for a broker that reads requests and never answers: sarama gives each request its
 // read timeout (Net.ReadTimeout, 30 s) and retries some of them for deliveryTimeout, so
 // a stop at start waited 30 s and more. When ctx ends first, untilStopped returns ctx's
-// error at once and leaves step to end in the background (counted in abandoned), then
-// calls undo, which closes whatever step opened.
+// error at once and leaves step to end in the background (counted in abandoned). undo,
+// when set, closes whatever step opened whenever its result is not used: after step
+// failed, or after an abandoned step ended.
 func (l *lifecycle) untilStopped(ctx context.Context, step func() error, undo func()) error {
 	done := make(chan error, 1)
 	l.abandoned.Add(1)
@@ -123,6 +124,9 @@ func (l *lifecycle) untilStopped(ctx context.Context, step func() error, undo fu
 	}()
 	select {
 	case err := <-done:
+		if err != nil && undo != nil {
+			undo()
+		}
 		return err
 	case <-ctx.Done():
 		l.abandoned.Add(1)
