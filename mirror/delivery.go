@@ -40,7 +40,10 @@ func (e *Engine) watchDelivery(ctx context.Context) {
 			return
 		case <-e.failed:
 			return
-		case now := <-t.C:
+		case <-t.C:
+			// The clock, not the tick's value: a tick that fires late carries the time
+			// it was due, which would hide a time the process was stopped.
+			now := time.Now()
 			err := e.deliveryTick(stalls, last, now, tick, timeout)
 			last = now
 			if err != nil {

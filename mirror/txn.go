@@ -496,8 +496,13 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 	// commit, so a transaction not committed within deliveryTimeout stops the engine.
 	// sarama's own retries do not bound that: each produce retry to a target that
 	// reads requests and never answers waits for the read timeout (30 s), and they
-	// retry for deliveryTimeout. The watch does not count a time the process was
-	// stopped (a zombie resumed after its partitions moved must learn it was fenced).
+	// retry for deliveryTimeout. Once the session ends, the partition is being
+	// released: its open transaction commits within the drain limit or is left to the
+	// next owner, who aborts it. Nothing is owed for it then, and the watch lets it
+	// go; a member resumed after a pause (a zombie), whose transactions cannot commit
+	// any more, must learn that it was fenced, not fail on its own watch.
+	stopUnwatch := context.AfterFunc(sess.Context(), func() { c.part.unwatch(c.tracker) })
+	defer stopUnwatch()
 
 	w := e.txn.take(sess, partitionKey{claim.Topic(), claim.Partition()})
 	if w == nil {
@@ -514,7 +519,7 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 		// timeout, aborts the transaction), so the delivery watch lets the released
 		// partition go.
 		e.txn.leftOpen.Add(1)
-		c.part.setUnsent(1)
+		c.part.unwatch(c.tracker)
 	}
 	if e.aborted.Load() || t.open {
 		// As a killed process: the open transaction is left to the fencing of the next

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"maps"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
 // TestStopWhileWaitingForTargetExactlyOnce (issue 30, item 3) with the real binary: an
@@ -81,5 +83,60 @@ func waitLog(t *testing.T, e *engine, sub string, n int, timeout time.Duration) 
 			t.Fatalf("engine %s logged %q %d times in %v, want %d; log tail:\n%s", e.name, sub, e.countLog(sub), timeout, n, e.logTail(20))
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestZombiePausedPastDeliveryTimeout (issue 30, item 4): with the delivery watch
+// looking at exactly-once claims again, a member paused (SIGSTOP) for longer than
+// deliveryTimeout with records in flight must not fail on its own watch when it
+// resumes: it could read no answer while stopped. It goes on (learning it was fenced,
+// or that its session ended) and stops cleanly later; in both columns nothing is lost,
+// and exactly-once shows no duplicate read_committed.
+func TestZombiePausedPastDeliveryTimeout(t *testing.T) {
+	for name, col := range map[string]column{"atLeastOnce": atLeastOnce, "exactlyOnce": exactlyOnceColumn} {
+		t.Run(name, func(t *testing.T) {
+			const deliveryTimeout = 5 * time.Second
+			s := newScenario(t, stdTopics())
+			cfg := s.config(func(c *config.Config) {
+				c.Streams = 1
+				c.DeliveryTimeout = config.Duration{Duration: deliveryTimeout}
+				col.apply(c)
+			})
+			w := s.stdWorkload(0)
+			w.Rate = 4000
+			zombie := s.startEngine("zombie", cfg)
+			other := s.startEngine("other", cfg)
+			bg := s.produce(w)
+			bg.waitSent(w.Records / 4)
+			s.waitProgress(2000, time.Minute)
+			joins := other.countLog("Joined the consumer group")
+			if err := zombie.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			paused := time.Now()
+			// The group evicts the paused member after its session timeout and gives its
+			// partitions to the other engine; the pause lasts at least twice deliveryTimeout.
+			waitLog(t, other, "Joined the consumer group", joins+1, 2*time.Minute)
+			s.waitProgress(2000, time.Minute)
+			if rest := 2*deliveryTimeout - time.Since(paused); rest > 0 {
+				time.Sleep(rest)
+			}
+			if err := zombie.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			pause := time.Since(paused)
+			// The resumed member rejoins the group (a new session) rather than exiting.
+			zJoins := zombie.countLog("Joined the consumer group")
+			waitLog(t, zombie, "Joined the consumer group", zJoins+1, 2*time.Minute)
+			if line, ok := zombie.errorContains("within deliveryTimeout"); ok {
+				t.Fatalf("the resumed member failed on deliveryTimeout after a %v pause: %s", pause.Round(time.Second), line)
+			}
+			p := bg.wait(t)
+			rep := s.waitCompleteIn(col, p, audit.Options{})
+			zombie.stop(time.Minute)
+			other.stop(time.Minute)
+			s.assertAudit(rep, col.maxDuplicates(rep.Total.Duplicated))
+			s.figures(rep, col.figures(map[string]any{"pause": pause.Round(time.Second).String(), "deliveryTimeout": deliveryTimeout.String()}))
+		})
 	}
 }
