@@ -119,7 +119,8 @@ func (x *exactlyOnce) put(sess sarama.ConsumerGroupSession, tp partitionKey, w *
 	x.writers[keyOf(sess, tp)] = w
 	x.mu.Unlock()
 	for _, old := range stale {
-		old.close()
+		// In the background, as release does: Setup must not wait for a target that hangs.
+		go old.close()
 	}
 }
 
