@@ -418,7 +418,7 @@ func (c *claimState) targetName(topic string) string {
 // partition only: the others go on), logs once and sets the partition's waiting gauge.
 // It returns ctx's error when ctx ends first.
 func (c *claimState) awaitTarget(ctx context.Context, topic string, partition int32) error {
-	if n, ok := c.ready[topic]; ok && (!c.s.preserve || partition < n) {
+	if c.knownReady(topic, partition) {
 		return nil
 	}
 	retry := newBackoff(targetWaitMin, targetWaitMax)
@@ -451,6 +451,13 @@ func (c *claimState) awaitTarget(ctx context.Context, topic string, partition in
 		case <-time.After(retry.next()):
 		}
 	}
+}
+
+// knownReady reports whether the claim already found topic ready for partition, so
+// that awaitTarget returns at once.
+func (c *claimState) knownReady(topic string, partition int32) bool {
+	n, ok := c.ready[topic]
+	return ok && (!c.s.preserve || partition < n)
 }
 
 func handlerSkipped(err error) bool { return handler.IsSkip(err) }

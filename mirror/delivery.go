@@ -33,19 +33,55 @@ func (e *Engine) watchDelivery(ctx context.Context) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	stalls := map[*offsets.Tracker]*stall{}
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-e.failed:
 			return
-		case now := <-t.C:
-			if err := e.checkDelivery(stalls, now, timeout); err != nil {
+		case <-t.C:
+			// The clock, not the tick's value: a tick that fires late carries the time
+			// it was due, which would hide a time the process was stopped.
+			now := time.Now()
+			err := e.deliveryTick(stalls, last, now, tick, timeout)
+			last = now
+			if err != nil {
 				e.fail(err)
 				return
 			}
 		}
 	}
+}
+
+// deliveryTick is one look of the watch at now, its previous one at last: a time the
+// process did not run in between is not counted (stoppedFor), then checkDelivery.
+func (e *Engine) deliveryTick(stalls map[*offsets.Tracker]*stall, last, now time.Time, tick, timeout time.Duration) error {
+	if stopped := stoppedFor(last, now, tick); stopped > 0 {
+		e.log.Info("The process did not run for a while; the delivery watch does not count that time against deliveryTimeout",
+			"stopped", stopped.Round(time.Millisecond))
+		for _, s := range stalls {
+			s.since = s.since.Add(stopped)
+		}
+	}
+	return e.checkDelivery(stalls, now, timeout)
+}
+
+// watchStopSlack is how much later than its tick the delivery watch may wake before
+// it takes the delay for a time the process did not run (SIGSTOP, a frozen VM) rather
+// than a busy machine.
+const watchStopSlack = 5 * time.Second
+
+// stoppedFor returns how long the process did not run between the watch's ticks at
+// last and now, tick apart, or 0. deliveryTimeout is the time the target had to take
+// a record: while the process is stopped it can read no ack, and a member resumed
+// after its partitions moved (a zombie) must go on long enough to learn it was
+// fenced or its session ended, not fail on its own watch first.
+func stoppedFor(last, now time.Time, tick time.Duration) time.Duration {
+	if late := now.Sub(last) - tick; late > watchStopSlack {
+		return late
+	}
+	return 0
 }
 
 // stall is where a tracker's commit point was first seen and when.
@@ -72,6 +108,11 @@ func (e *Engine) checkDelivery(stalls map[*offsets.Tracker]*stall, now time.Time
 			}
 			s.seen = true
 			if waited := now.Sub(s.since); waited >= timeout {
+				if e.cfg.ExactlyOnce() {
+					return fmt.Errorf("while writing source record %s/%d offset %d to the target cluster [%s]: its transaction was not committed within deliveryTimeout %v "+
+						"(the target was unreachable or did not accept the records or the commit for that long; the producer retried all the while)",
+						p.topic, p.partition, cp, strings.Join(e.cfg.Target.BootstrapServers, ","), timeout)
+				}
 				return fmt.Errorf("while writing source record %s/%d offset %d to the target cluster [%s]: not acknowledged within deliveryTimeout %v "+
 					"(the target was unreachable or did not accept the record for that long; the producer retried all the while)",
 					p.topic, p.partition, cp, strings.Join(e.cfg.Target.BootstrapServers, ","), timeout)

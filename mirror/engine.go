@@ -192,7 +192,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	// Run returns within its shutdown deadline even when a cluster does not answer; the
 	// parts it then leaves closing (lingering) end by themselves, and Closed tells when.
 	var lingering sync.WaitGroup
-	defer func() { go func() { lingering.Wait(); close(e.closed) }() }()
+	defer func() { go func() { lingering.Wait(); e.life.abandoned.Wait(); close(e.closed) }() }()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e.abortMu.Lock()
@@ -203,6 +203,17 @@ func (e *Engine) Run(ctx context.Context) error {
 	// /healthz and /readyz answer while the engine connects.
 	bg, bgCtx := errgroup.WithContext(ctx)
 	stopBackground := func() { cancel(); _ = bg.Wait() }
+	// startFailed ends Run when a start-up step returned err. Each step is waited for
+	// only until ctx ends (lifecycle.untilStopped): a stop at start is not an error,
+	// whatever the step said.
+	startFailed := func(err error) error {
+		stopped := ctx.Err() != nil
+		stopBackground()
+		if stopped {
+			return nil
+		}
+		return err
+	}
 	if err := e.startHTTP(bgCtx, bg); err != nil {
 		stopBackground()
 		return err
@@ -214,10 +225,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		return nil
 	}
 	if e.provenance != nil {
-		if err := e.provenance.resolve(e.cfg.Provenance, conns.sourceMeta, conns.targetMeta); err != nil {
+		if err := e.life.untilStopped(ctx, func() error {
+			return e.provenance.resolve(e.cfg.Provenance, conns.sourceMeta, conns.targetMeta)
+		}, nil); err != nil {
 			conns.close()
-			stopBackground()
-			return err
+			return startFailed(err)
 		}
 		e.log.Info("Set up loop prevention", "header", e.cfg.Provenance.Header, "sourceCluster", string(e.provenance.sourceID),
 			"targetCluster", string(e.provenance.targetID), "maxHops", e.provenance.maxHops, "strip", e.provenance.strip)
@@ -242,16 +254,19 @@ func (e *Engine) Run(ctx context.Context) error {
 		stopBackground()
 		return err
 	}
-	if err := tl.runOnce(ctx); err != nil {
-		stopBackground()
-		return err
+	if err := e.life.untilStopped(ctx, func() error { return tl.runOnce(ctx) }, nil); err != nil {
+		return startFailed(err)
 	}
 	// The producers are sized by the limits of the target topics the first topic loop
-	// synced and read.
-	if err := e.sender.openProducers(conns, e.targetTopicNames()); err != nil {
-		stopBackground()
-		return err
+	// synced and read. Creating them sends InitProducerId, which a target that hangs
+	// does not answer: they are made apart from conns, so that a stop meanwhile leaves
+	// them to be closed when they are made.
+	made := &connections{targetMeta: conns.targetMeta}
+	targets := e.targetTopicNames()
+	if err := e.life.untilStopped(ctx, func() error { return e.sender.openProducers(made, targets) }, made.closeProducers); err != nil {
+		return startFailed(err)
 	}
+	conns.producer, conns.target, conns.single, conns.singleClient = made.producer, made.target, made.single, made.singleClient
 	producerOpen = true
 	stopSyncs := e.startCheckpoints(bgCtx, conns, bg.Go)
 	defer stopSyncs(time.Now(), true)

@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,10 @@ type lifecycle struct {
 
 	runOnce  atomic.Bool
 	returned atomic.Bool // Run has returned
+
+	// abandoned counts the start-up steps Run stopped waiting for (untilStopped) that
+	// have not ended yet; Closed waits for them.
+	abandoned sync.WaitGroup
 }
 
 func newLifecycle(cfg *config.Config, log logr.Logger, kafkaOpts []kafka.Option, drainLimit time.Duration) *lifecycle {
@@ -102,6 +107,40 @@ func waitUntil(deadline time.Time, done <-chan struct{}) bool {
 	}
 }
 
+// untilStopped runs step, one of Run's start-up steps, on its own goroutine and waits
+// for it only until ctx ends (a stop, Abort). A step that talks to a cluster can wait
+// for a broker that reads requests and never answers: sarama gives each request its
+// read timeout (Net.ReadTimeout, 30 s) and retries some of them for deliveryTimeout, so
+// a stop at start waited 30 s and more. When ctx ends first, untilStopped returns ctx's
+// error at once and leaves step to end in the background (counted in abandoned). undo,
+// when set, closes whatever step opened whenever its result is not used: after step
+// failed, or after an abandoned step ended.
+func (l *lifecycle) untilStopped(ctx context.Context, step func() error, undo func()) error {
+	done := make(chan error, 1)
+	l.abandoned.Add(1)
+	go func() {
+		defer l.abandoned.Done()
+		done <- step()
+	}()
+	select {
+	case err := <-done:
+		if err != nil && undo != nil {
+			undo()
+		}
+		return err
+	case <-ctx.Done():
+		l.abandoned.Add(1)
+		go func() {
+			defer l.abandoned.Done()
+			<-done
+			if undo != nil {
+				undo()
+			}
+		}()
+		return ctx.Err()
+	}
+}
+
 // stopKeeper makes the progress keeper write the streams' last commits to the target
 // (after Abort it writes nothing more, as after a kill) and returns until when Run
 // waits for it: the write overlaps the producer's drain, so a target that stopped
@@ -143,6 +182,21 @@ func (c *connections) close() {
 	}
 }
 
+// closeProducers closes the producers sender.openProducers made and their clients,
+// those it made.
+func (c *connections) closeProducers() {
+	for _, p := range []sarama.AsyncProducer{c.producer, c.single} {
+		if p != nil {
+			_ = p.Close()
+		}
+	}
+	for _, cl := range []sarama.Client{c.target, c.singleClient} {
+		if cl != nil {
+			_ = cl.Close()
+		}
+	}
+}
+
 // connectWithRetry connects to both clusters, retrying with capped exponential backoff
 // until it succeeds or ctx ends. Every failure is retried, bad credentials and
 // untrusted certificates included: connect reads the credential and certificate files
@@ -152,7 +206,15 @@ func (c *connections) close() {
 func (l *lifecycle) connectWithRetry(ctx context.Context) (*connections, error) {
 	retry := newBackoff(connectRetryMin, connectRetryMax)
 	for attempt := 1; ; attempt++ {
-		conns, err := l.connect()
+		var conns *connections
+		err := l.untilStopped(ctx, func() (err error) {
+			conns, err = l.connect()
+			return err
+		}, func() {
+			if conns != nil {
+				conns.close()
+			}
+		})
 		if err == nil {
 			l.connectErr.Store(nil)
 			l.connected.Store(true)
@@ -160,6 +222,9 @@ func (l *lifecycle) connectWithRetry(ctx context.Context) (*connections, error) 
 				l.log.Info("Connected to the clusters", "attempts", attempt)
 			}
 			return conns, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
 		l.connectErr.Store(&err)
 		wait := retry.next()

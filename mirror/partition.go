@@ -107,6 +107,19 @@ func (p *partitionState) setUnsent(n int) {
 	p.mu.Unlock()
 }
 
+// unwatch takes tr, the tracker of an exactly-once claim, out of the delivery watch
+// (delivery.go) if it is still the current one: the claim's session ended, and its
+// open transaction commits within the drain limit or is left to the next owner to
+// abort, so that nothing is owed for it. Such a tracker holds at most one record in
+// flight, the open transaction's ticket.
+func (p *partitionState) unwatch(tr *offsets.Tracker) {
+	p.mu.Lock()
+	if p.tracker == tr {
+		p.unsent = 1
+	}
+	p.mu.Unlock()
+}
+
 // highWatermark is the source partition's high watermark as its consumer last saw it,
 // or -1.
 func (p *partitionState) highWatermark() int64 {

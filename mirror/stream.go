@@ -12,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/go-logr/logr"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
@@ -152,8 +153,7 @@ func (s *stream) readErrors(errs <-chan error) {
 			if s.e.recreatedUnder(ce.Topic, s.sessionTopicID(ce.Topic)) {
 				continue
 			}
-			s.e.fail(fmt.Errorf("source partition %s/%d: the committed offset of group %q is out of range, records were deleted before they were mirrored; "+
-				"reset the group's offset for this partition to accept the gap: %w", ce.Topic, ce.Partition, s.e.cfg.ConsumerGroup, ce.Err))
+			s.e.fail(outOfRangeError(s.e.cfg, ce.Topic, ce.Partition, ce.Err))
 			continue
 		}
 		s.log.Error(err, "Consumer group reported an error")
@@ -169,6 +169,22 @@ func (s *stream) sessionTopicID(topic string) string {
 		return ""
 	}
 	return s.cur.ids[topic]
+}
+
+// outOfRangeError is the fatal error of a partition whose offset to resume from fell
+// out of the source's retention. It names the remedy, which is the same in both
+// delivery modes: with exactlyOnce the engine resumes from the offset stored in its
+// last target transaction, except when the source group's offset is ahead of it
+// (exactlyOnce.assign), which only a reset like this one makes it.
+func outOfRangeError(cfg *config.Config, topic string, partition int32, err error) error {
+	remedy := fmt.Sprintf("to accept the gap, stop the mirror and reset the group's offset for this partition to its first offset: "+
+		"kafka-consumer-groups --bootstrap-server %s --group %s --topic %s:%d --reset-offsets --to-earliest --execute",
+		strings.Join(cfg.Source.BootstrapServers, ","), cfg.ConsumerGroup, topic, partition)
+	if cfg.ExactlyOnce() {
+		remedy += " (with delivery exactlyOnce too: the engine starts from a source group offset that is ahead of the offset stored in its last target transaction)"
+	}
+	return fmt.Errorf("source partition %s/%d: the offset to resume from is out of range in group %q, records were deleted before they were mirrored; %s: %w",
+		topic, partition, cfg.ConsumerGroup, remedy, err)
 }
 
 // Setup starts a session: counts the rebalance, starts the periodic commit and tells
@@ -233,6 +249,9 @@ func (s *stream) Cleanup(sess sarama.ConsumerGroupSession) error {
 	<-ss.done
 	defer ss.endFinals()
 	defer ss.endDrain()
+	if e.txn != nil {
+		e.txn.release(sess)
+	}
 	if e.aborted.Load() {
 		return nil
 	}

@@ -76,8 +76,8 @@ type exactlyOnce struct {
 
 	// committed, failed and fenced count transactions, and leftOpen the claims that
 	// ended with a transaction open (a kill, a fatal error, a commit past the drain),
-	// for tests and logs.
-	committed, failed, fenced, leftOpen atomic.Int64
+	// for tests and logs. open counts the producers opened and not closed yet.
+	committed, failed, fenced, leftOpen, open atomic.Int64
 }
 
 func newExactlyOnce(e *Engine) *exactlyOnce {
@@ -119,7 +119,29 @@ func (x *exactlyOnce) put(sess sarama.ConsumerGroupSession, tp partitionKey, w *
 	x.writers[keyOf(sess, tp)] = w
 	x.mu.Unlock()
 	for _, old := range stale {
-		old.close()
+		// In the background, as release does: Setup must not wait for a target that hangs.
+		go old.close()
+	}
+}
+
+// release closes the producers sess opened for claims that never started: the
+// session ended before sarama started them, or their partition consumer could not
+// start (an offset out of range). Left in writers, each kept a client and its
+// connections until a later session of the same partition replaced it, which may
+// never come. Cleanup calls it once every claim of sess has returned.
+func (x *exactlyOnce) release(sess sarama.ConsumerGroupSession) {
+	var left []*txnWriter
+	x.mu.Lock()
+	for k, w := range x.writers {
+		if k.member == sess.MemberID() && k.generation == sess.GenerationID() {
+			left = append(left, w)
+			delete(x.writers, k)
+		}
+	}
+	x.mu.Unlock()
+	for _, w := range left {
+		// Closing waits for the client's brokers, which a target that hangs holds.
+		go w.close()
 	}
 }
 
@@ -132,60 +154,37 @@ func (x *exactlyOnce) put(sess sarama.ConsumerGroupSession, tp partitionKey, w *
 // at-least-once before), else at initialOffset. A position of another incarnation of
 // the topic is never used (incarnation.go): the partition starts at the beginning of
 // the topic as it is now.
+//
+// The fencing and the reads run on their own and assign waits for them only while the
+// session lasts and the engine has not failed: a target that swallows the requests
+// (each waits for sarama's read timeout, and InitProducerId is retried for about
+// deliveryTimeout) must not hold a stop or a rebalance, which end the session, past
+// the drain. Producers that open after assign gave up are closed as they open.
 func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, source sarama.Client, ids map[string]string, log logr.Logger) error {
 	e := x.e
-	type opened struct {
-		tp  partitionKey
-		w   *txnWriter
-		err error
-	}
+	done := make(chan fencedClaims, 1)
 	claims := sess.Claims()
-	results := make(chan opened)
-	n := 0
-	for topic, parts := range claims {
-		for _, p := range parts {
-			n++
-			go func() {
-				tp := partitionKey{topic, p}
-				w, err := openTxnWriter(e, tp)
-				results <- opened{tp, w, err}
-			}()
-		}
+	ctx, giveUp := context.WithCancel(context.Background())
+	defer giveUp()
+	go func() { done <- x.fence(ctx, claims) }()
+	var f fencedClaims
+	select {
+	case f = <-done:
+	case <-sess.Context().Done():
+		giveUp()
+		go func() { (<-done).closeAll() }()
+		return fmt.Errorf("while fencing the previous owners of the claimed partitions: the session ended: %w", sess.Context().Err())
+	case <-e.failed:
+		giveUp()
+		go func() { (<-done).closeAll() }()
+		return errStopped
 	}
-	writers := make(map[partitionKey]*txnWriter, n)
-	var errs []error
-	for range n {
-		r := <-results
-		if r.err != nil {
-			errs = append(errs, r.err)
-			continue
-		}
-		writers[r.tp] = r.w
+	if f.err != nil {
+		return f.err
 	}
-	closeAll := func() {
-		for _, w := range writers {
-			w.close()
-		}
-	}
-	if len(errs) > 0 {
-		closeAll()
-		return fmt.Errorf("while fencing the previous owners of the claimed partitions: %w", errors.Join(errs...))
-	}
+	writers, tgt, src := f.writers, f.tgt, f.src
 	k := e.keeper
-	ask := map[string][]int32{}
-	for topic, parts := range claims {
-		ask[k.targetName(topic)] = append(ask[k.targetName(topic)], parts...)
-	}
-	tgt, err := listOffsets(k.targetAdmin, k.group, ask)
-	if err != nil {
-		closeAll()
-		return fmt.Errorf("while reading the offsets of target-side group %q: %w", k.group, err)
-	}
-	src, err := listOffsets(k.sourceAdmin, k.sourceGroup, claims)
-	if err != nil {
-		closeAll()
-		return fmt.Errorf("while reading the offsets of source group %q: %w", k.sourceGroup, err)
-	}
+	closeAll := f.closeAll
 	for tp := range writers {
 		id := ids[tp.topic]
 		// The target entry: written in a transaction, or by an at-least-once run (a
@@ -205,6 +204,15 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, source sarama.Cli
 		}
 		var err error
 		switch {
+		case txnEntry.usable() && srcEntry.usable() && srcOff > b.Offset:
+			// The engine commits the source group's offset only after the transaction
+			// that stored the same offset committed, so an offset ahead of the last
+			// transaction's was put there: a reset that accepts records deleted before
+			// they were mirrored (the remedy outOfRangeError names), or an at-least-once
+			// run after this one. Offsets the caught-up probe passed hold no record.
+			seek(sess, tp, srcOff)
+			log.Info("Started from the source group's offset, which is ahead of the offset in the last target transaction; the offsets between them are not mirrored",
+				"topic", tp.topic, "partition", tp.partition, "offset", srcOff, "transactionOffset", b.Offset)
 		case txnEntry.usable():
 			seek(sess, tp, b.Offset)
 			log.V(1).Info("Resumed from the offset committed in the last target transaction",
@@ -234,6 +242,75 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, source sarama.Cli
 	return nil
 }
 
+// fencedClaims is what fence found: the claims' producers, opened, and the offsets of
+// the target-side and the source groups, or the error that stopped it (then it closed
+// the producers it had opened).
+type fencedClaims struct {
+	writers  map[partitionKey]*txnWriter
+	tgt, src *sarama.OffsetFetchResponse
+	err      error
+}
+
+func (f fencedClaims) closeAll() {
+	for _, w := range f.writers {
+		w.close()
+	}
+}
+
+// fence opens the producers of claims (in parallel), then reads the claims' offsets
+// from the target-side and the source groups. Producers still opening when ctx ends
+// give up (openTxnWriter).
+func (x *exactlyOnce) fence(ctx context.Context, claims map[string][]int32) fencedClaims {
+	e := x.e
+	type opened struct {
+		tp  partitionKey
+		w   *txnWriter
+		err error
+	}
+	results := make(chan opened)
+	n := 0
+	for topic, parts := range claims {
+		for _, p := range parts {
+			n++
+			go func() {
+				tp := partitionKey{topic, p}
+				w, err := openTxnWriter(ctx, e, tp)
+				results <- opened{tp, w, err}
+			}()
+		}
+	}
+	f := fencedClaims{writers: make(map[partitionKey]*txnWriter, n)}
+	var errs []error
+	for range n {
+		r := <-results
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		f.writers[r.tp] = r.w
+	}
+	fail := func(err error) fencedClaims {
+		f.closeAll()
+		return fencedClaims{err: err}
+	}
+	if len(errs) > 0 {
+		return fail(fmt.Errorf("while fencing the previous owners of the claimed partitions: %w", errors.Join(errs...)))
+	}
+	k := e.keeper
+	ask := map[string][]int32{}
+	for topic, parts := range claims {
+		ask[k.targetName(topic)] = append(ask[k.targetName(topic)], parts...)
+	}
+	var err error
+	if f.tgt, err = listOffsets(k.targetAdmin, k.group, ask); err != nil {
+		return fail(fmt.Errorf("while reading the offsets of target-side group %q: %w", k.group, err))
+	}
+	if f.src, err = listOffsets(k.sourceAdmin, k.sourceGroup, claims); err != nil {
+		return fail(fmt.Errorf("while reading the offsets of source group %q: %w", k.sourceGroup, err))
+	}
+	return f
+}
+
 // seek makes the session's claim of tp start at offset, which may be before or after
 // the source group's offset: sarama's MarkOffset only moves forward and ResetOffset
 // only back.
@@ -249,6 +326,8 @@ type txnWriter struct {
 	client   sarama.Client
 	producer sarama.AsyncProducer
 	acksDone chan struct{}
+	// open is exactlyOnce.open, which close counts down.
+	open *atomic.Int64
 
 	// syncs is on when the engine writes offset syncs: acks then record where each
 	// source offset landed (landed).
@@ -274,7 +353,12 @@ type landing struct{ source, target int64 }
 // step: InitProducerId with the same id bumps the epoch, so the previous owner's
 // producer can neither add to nor commit its transaction any more, and its open
 // transaction is aborted.
-func openTxnWriter(e *Engine, tp partitionKey) (*txnWriter, error) {
+//
+// When ctx ends first (the session that asked for it ended), the producer's client is
+// closed: sarama retries InitProducerId for about deliveryTimeout, each attempt waiting
+// for its read timeout when the target does not answer, and an attempt answered late
+// would fence the partition's next owner long after this process gave up on it.
+func openTxnWriter(ctx context.Context, e *Engine, tp partitionKey) (*txnWriter, error) {
 	id := txnID(e.cfg.ConsumerGroup, tp.topic, tp.partition)
 	pc, err := kafka.ProducerConfig(e.cfg, e.kafkaOpts...)
 	if err != nil {
@@ -291,13 +375,22 @@ func openTxnWriter(e *Engine, tp partitionKey) (*txnWriter, error) {
 	if err != nil {
 		return nil, err
 	}
+	giveUp := context.AfterFunc(ctx, func() { _ = client.Close() })
 	producer, err := sarama.NewAsyncProducerFromClient(client)
+	if !giveUp() {
+		// ctx ended: the client is closed, or being closed.
+		if err == nil {
+			_ = producer.Close()
+		}
+		return nil, fmt.Errorf("while opening the transactional producer %q on the target cluster: %w", id, ctx.Err())
+	}
 	if err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("while opening the transactional producer %q on the target cluster: %w", id, err)
 	}
 	w := &txnWriter{id: id, client: client, producer: producer, acksDone: make(chan struct{}), syncs: e.syncs != nil,
-		ackedCh: make(chan struct{}, 1)}
+		ackedCh: make(chan struct{}, 1), open: &e.txn.open}
+	w.open.Add(1)
 	go w.readAcks()
 	return w, nil
 }
@@ -396,6 +489,7 @@ func (w *txnWriter) close() {
 	_ = w.producer.Close()
 	<-w.acksDone
 	_ = w.client.Close()
+	w.open.Add(-1)
 }
 
 // txnClaim is one claim mirrored in transactions.
@@ -422,12 +516,18 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 	// One ticket per open transaction: a small tracker is plenty.
 	c, ss := s.startClaim(claim, 1<<10)
 	defer c.part.detach()
-	// The delivery watch does not look at this claim: its tracker holds one ticket per
-	// open transaction, and sarama's produce and transaction retries end a commit that
-	// cannot succeed (with an error) after retrying for about deliveryTimeout, plus the
-	// requests' own timeouts. A process paused for longer (a zombie) must be fenced when
-	// it resumes, not stopped by its own watch first.
-	c.part.setUnsent(1)
+	// The delivery watch looks at this claim as at any other: its tracker holds one
+	// ticket per open transaction, from the transaction's first record until its
+	// commit, so a transaction not committed within deliveryTimeout stops the engine.
+	// sarama's own retries do not bound that: each produce retry to a target that
+	// reads requests and never answers waits for the read timeout (30 s), and they
+	// retry for deliveryTimeout. Once the session ends, the partition is being
+	// released: its open transaction commits within the drain limit or is left to the
+	// next owner, who aborts it. Nothing is owed for it then, and the watch lets it
+	// go; a member resumed after a pause (a zombie), whose transactions cannot commit
+	// any more, must learn that it was fenced, not fail on its own watch.
+	stopUnwatch := context.AfterFunc(sess.Context(), func() { c.part.unwatch(c.tracker) })
+	defer stopUnwatch()
 
 	w := e.txn.take(sess, partitionKey{claim.Topic(), claim.Partition()})
 	if w == nil {
@@ -439,8 +539,12 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 	t := &txnClaim{c: c, w: w, ss: ss}
 	err := t.run(sess.Context(), claim)
 	if t.open {
-		// Never committed: the source group's offset stays at its first record.
+		// Never committed: the source group's offset stays at its first record. Its
+		// records are owed to no one (the next owner's fencing, or the target's
+		// timeout, aborts the transaction), so the delivery watch lets the released
+		// partition go.
 		e.txn.leftOpen.Add(1)
+		c.part.unwatch(c.tracker)
 	}
 	if e.aborted.Load() || t.open {
 		// As a killed process: the open transaction is left to the fencing of the next
@@ -535,10 +639,9 @@ func (t *txnClaim) run(ctx context.Context, claim sarama.ConsumerGroupClaim) err
 		}
 		if m != nil {
 			if !t.open {
-				if err := t.w.producer.BeginTxn(); err != nil {
-					return fmt.Errorf("while beginning a transaction: %w", err)
+				if err := t.begin(); err != nil {
+					return err
 				}
-				t.open, t.count, t.sent, t.started = true, 0, 0, time.Now()
 				timer.Reset(max(0, interval-t.started.Sub(lastCommit)))
 			}
 			if err := t.send(ctx, m); err != nil {
@@ -604,7 +707,7 @@ func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 	case drop != dropNone:
 		c.part.dropped(drop)
 	case c.e.passThrough:
-		if err := c.awaitTarget(ctx, c.target, m.Partition); err != nil {
+		if err := t.awaitTarget(ctx, c.target, m.Partition); err != nil {
 			return err
 		}
 		pm := &sarama.ProducerMessage{Topic: c.target, Partition: m.Partition, Timestamp: m.Timestamp}
@@ -636,7 +739,7 @@ func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 		}
 		for _, out := range outs {
 			topic := c.targetName(out.Topic)
-			if err := c.awaitTarget(ctx, topic, out.Partition); err != nil {
+			if err := t.awaitTarget(ctx, topic, out.Partition); err != nil {
 				return err
 			}
 			pm := &sarama.ProducerMessage{Topic: topic, Partition: out.Partition, Timestamp: out.Timestamp}
@@ -677,6 +780,38 @@ func (t *txnClaim) send(ctx context.Context, m *sarama.ConsumerMessage) error {
 	return nil
 }
 
+// awaitTarget is claimState.awaitTarget for a record of the open transaction. When
+// the target topic is not known to be ready, the record may wait long (the topic is
+// missing or has too few partitions): the records the transaction already holds are
+// committed first and a new transaction begins, so that no transaction stays open
+// while its partition waits. An open one would hold back read_committed readers, be
+// aborted by the target after its transaction timeout, and stop the engine on the
+// delivery watch after deliveryTimeout.
+func (t *txnClaim) awaitTarget(ctx context.Context, topic string, partition int32) error {
+	c := t.c
+	if c.knownReady(topic, partition) {
+		return nil
+	}
+	if t.count > 0 {
+		if err := t.commit(); err != nil {
+			return err
+		}
+		if err := t.begin(); err != nil {
+			return err
+		}
+	}
+	return c.awaitTarget(ctx, topic, partition)
+}
+
+// begin opens a transaction.
+func (t *txnClaim) begin() error {
+	if err := t.w.producer.BeginTxn(); err != nil {
+		return fmt.Errorf("while beginning a transaction: %w", err)
+	}
+	t.open, t.count, t.sent, t.started = true, 0, 0, time.Now()
+	return nil
+}
+
 // errDrainLimit ends a claim whose transaction was not committed within the drain
 // limit after its session ended.
 var errDrainLimit = errors.New("the drain limit passed")
@@ -709,22 +844,18 @@ func (t *txnClaim) commit() error {
 	if !t.open {
 		return nil
 	}
-	if t.count == 0 {
-		// Nothing was put in: the transaction opened for a record that never got in (its
-		// target topic was not ready when the session ended). Its offset would be one the
-		// claim never reached (the zero value on a claim's first transaction: the next
-		// owner would mirror the partition again from its start), so it ends with none.
-		// Nothing reached the target either: sarama ends it without a request.
-		t.open = false
-		return t.w.producer.AbortTxn()
-	}
-	k := e.keeper
-	meta := withTopicID(txnProgressMetadata(c.topic, c.part.partition), c.topicID)
-	offs := map[string][]*sarama.PartitionOffsetMetadata{
-		c.target: {{Partition: c.part.partition, Offset: t.next, LeaderEpoch: -1, Metadata: &meta}},
-	}
-	if err := t.w.producer.AddOffsetsToTxn(offs, k.group); err != nil && !errors.Is(err, sarama.ErrTransactionNotReady) {
-		return fmt.Errorf("while adding source offset %d of %s/%d to the transaction: %w", t.next, c.topic, c.part.partition, err)
+	// A transaction that holds no source record (a stop or a rebalance while its first
+	// record waited for the target topic) stores no offset: t.next is only what an
+	// earlier transaction reached, or its zero value, which would send the partition's
+	// next owner back to offset 0. sarama then ends it without a request.
+	if t.count > 0 {
+		meta := withTopicID(txnProgressMetadata(c.topic, c.part.partition), c.topicID)
+		offs := map[string][]*sarama.PartitionOffsetMetadata{
+			c.target: {{Partition: c.part.partition, Offset: t.next, LeaderEpoch: -1, Metadata: &meta}},
+		}
+		if err := t.w.producer.AddOffsetsToTxn(offs, e.keeper.group); err != nil && !errors.Is(err, sarama.ErrTransactionNotReady) {
+			return fmt.Errorf("while adding source offset %d of %s/%d to the transaction: %w", t.next, c.topic, c.part.partition, err)
+		}
 	}
 	// Not ready means a record failed and moved the transaction to an error state;
 	// CommitTxn then commits nothing and returns that record's error (fenced, ...).
@@ -749,6 +880,9 @@ func (t *txnClaim) commit() error {
 		return fmt.Errorf("while committing the transaction of %s/%d up to offset %d: %w", c.topic, c.part.partition, t.next, err)
 	}
 	t.open = false
+	if t.count == 0 {
+		return nil
+	}
 	if s := e.syncs; s != nil {
 		for _, l := range landed {
 			s.observe(c.part, c.tracker, l.source, l.target)

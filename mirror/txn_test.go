@@ -217,7 +217,7 @@ func TestExactlyOnceZombieFenced(t *testing.T) {
 		return w.producer.CommitTxn()
 	}
 
-	zombie, err := openTxnWriter(e, tp)
+	zombie, err := openTxnWriter(context.Background(), e, tp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestExactlyOnceZombieFenced(t *testing.T) {
 		defer zombie.mu.Unlock()
 		return zombie.acked == 10
 	})
-	owner, err := openTxnWriter(e, tp)
+	owner, err := openTxnWriter(context.Background(), e, tp)
 	if err != nil {
 		t.Fatal(err)
 	}
