@@ -146,7 +146,7 @@ func (s OffsetSync) encode() []byte {
 func decodeOffsetSync(b []byte) (OffsetSync, error) {
 	switch {
 	case len(b) >= offsetSyncValueBytes && b[0] == offsetSyncVersion:
-	case len(b) >= offsetSyncV1Bytes && len(b) > 0 && b[0] == 1:
+	case len(b) >= offsetSyncV1Bytes && b[0] == 1:
 		return OffsetSync{
 			SourceOffset: int64(binary.BigEndian.Uint64(b[1:])),
 			TargetOffset: int64(binary.BigEndian.Uint64(b[9:])),

@@ -84,6 +84,8 @@ type storedPartition struct {
 	// source offset floor nothing translates, and no copy of theirs is at or after
 	// target offset droppedBelow + 1 (see drop).
 	floor, droppedBelow int64
+	// cached holds views() until the chains change.
+	cached []chainView
 }
 
 // offsetSyncStore holds the syncs read from the sync topic, per source partition.
@@ -104,6 +106,7 @@ func (st *offsetSyncStore) add(tp partitionKey, s OffsetSync) {
 		sp = &storedPartition{droppedBelow: -1}
 		st.parts[tp] = sp
 	}
+	sp.cached = nil
 	ch := sp.chain(s)
 	before := len(ch.points)
 	ch.add(s)
@@ -146,6 +149,7 @@ func (sp *storedPartition) shrink() {
 	if n := len(big.points); n >= 4 {
 		big.points = thin(big.points)
 		sp.total -= n - len(big.points)
+		sp.cached = nil
 		return
 	}
 	sp.drop()
@@ -170,7 +174,7 @@ func (sp *storedPartition) drop() {
 	}
 	sp.floor, sp.droppedBelow = max(sp.floor, floor), max(sp.droppedBelow, below)
 	sp.total -= len(v.ch.points)
-	sp.chains = sp.chains[1:]
+	sp.chains, sp.cached = sp.chains[1:], nil
 }
 
 // thin drops every other sync of the older half of list, in place, keeping the first
@@ -204,6 +208,9 @@ type chainView struct {
 
 // views returns the partition's chains with their bounds, in the order of chains.
 func (sp *storedPartition) views() []chainView {
+	if sp.cached != nil {
+		return sp.cached
+	}
 	n := len(sp.chains)
 	// minSource[i] is the lowest first source offset of chains i..n-1 (their targets
 	// grow with i).
@@ -221,6 +228,7 @@ func (sp *storedPartition) views() []chainView {
 			views[i].nextTarget = sp.chains[j].target
 		}
 	}
+	sp.cached = views
 	return views
 }
 
@@ -327,11 +335,17 @@ func (st *offsetSyncStore) translate(tp partitionKey, committed int64) (target i
 	if sp == nil || len(sp.chains) == 0 || committed < sp.floor {
 		return 0, false, false
 	}
-	views := sp.views()
+	all := sp.views()
 	known, legacy := false, false
-	for i := range views {
-		known = known || views[i].ch.points[0].SourceOffset <= committed
-		legacy = legacy || views[i].ch.legacy()
+	// views are the chains with a copy at or after committed: an old chain drops out
+	// here, once.
+	views := make([]chainView, 0, 4)
+	for i := range all {
+		known = known || all[i].ch.points[0].SourceOffset <= committed
+		legacy = legacy || all[i].ch.legacy()
+		if all[i].lowest(committed) < math.MaxInt64 {
+			views = append(views, all[i])
+		}
 	}
 	if !known {
 		return 0, false, false
@@ -374,13 +388,13 @@ func (st *offsetSyncStore) translate(tp partitionKey, committed int64) (target i
 		// No record at or after committed is on the target yet: the next ones land
 		// after every copy known.
 		target = 0
-		for i := range views {
-			target = max(target, views[i].ch.last().TargetOffset+1)
+		for i := range all {
+			target = max(target, all[i].ch.last().TargetOffset+1)
 		}
 	}
 	exact = sp.droppedBelow < target
-	for i := range views {
-		exact = exact && views[i].below(committed) < target
+	for i := range all {
+		exact = exact && all[i].below(committed) < target
 	}
 	return target, exact, true
 }

@@ -389,3 +389,36 @@ func TestTranslationWithManyChains(t *testing.T) {
 	t.Logf("%d owners, %d syncs; the store keeps %d syncs in %d chains, translating from source offset %d", len(sim.writers), len(sim.topic), sp.total, len(sp.chains), sp.floor)
 	sim.check(t, st, "many chains", true)
 }
+
+// BenchmarkOffsetSyncTranslate is one checkpoint's translation of one partition: a
+// group near the end of a chain of 1000 syncs, alone or after 200 earlier owners.
+func BenchmarkOffsetSyncTranslate(b *testing.B) {
+	for _, owners := range []int{1, 200} {
+		b.Run(fmt.Sprintf("owners=%d", owners), func(b *testing.B) {
+			st := newOffsetSyncStore("x")
+			tp := partitionKey{"t", 0}
+			var source, target int64
+			for o := 0; o < owners-1; o++ {
+				st.add(tp, OffsetSync{SourceOffset: source, TargetOffset: target, Previous: -1, ChainSource: source, ChainTarget: target})
+				st.add(tp, OffsetSync{SourceOffset: source + 9, TargetOffset: target + 9, Previous: source, ChainSource: source, ChainTarget: target, End: true})
+				source, target = source+10, target+10
+			}
+			start := OffsetSync{SourceOffset: source, TargetOffset: target, Previous: -1, ChainSource: source, ChainTarget: target}
+			st.add(tp, start)
+			prev := source
+			for i := int64(1); i <= 800; i++ {
+				s := OffsetSync{SourceOffset: source + 1000*i, TargetOffset: target + 999*i, Previous: prev, ChainSource: start.SourceOffset, ChainTarget: start.TargetOffset}
+				st.add(tp, s)
+				prev = s.SourceOffset
+			}
+			committed := prev - 500
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, _, ok := st.translate(tp, committed); !ok {
+					b.Fatal("not translated")
+				}
+			}
+		})
+	}
+}
