@@ -174,13 +174,18 @@ func TestFailoverAfterASlowDrain(t *testing.T) {
 	for p := int32(0); p < 2; p++ {
 		s.produceRange(topic, p, 0, 100)
 	}
-	a, _, aConfig := start("a")
+	a, aMetrics, aConfig := start("a")
 	waitFor(time.Minute, "a committing 100 on both partitions", func() bool { c := committed(); return c[0] == 100 && c[1] == 100 })
 	hold.Hold(hold.Seen()...)
 	for p := int32(0); p < 2; p++ {
 		s.produceRange(topic, p, 100, 150)
 	}
-	waitFor(time.Minute, "a's records 100..149 held on the target", func() bool { return hold.Holding() > 0 })
+	waitFor(time.Minute, "a's records 100..149 of both partitions in flight, held on the target", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		m, err := engineproc.Scrape(ctx, nil, aMetrics)
+		return err == nil && m.Sum("kafka_mirror_inflight_records") == 100 && hold.Holding() > 0
+	})
 
 	b, bMetrics, _ := start("b")
 	var moved int32 = -1
