@@ -316,10 +316,10 @@ func (w *offsetSyncWriter) enqueueLocked(p *partitionState, c *chainSyncs, end b
 func (w *offsetSyncWriter) assignmentEnded(p *partitionState, tracker *offsets.Tracker, neverSent int) {
 	st := &p.syncs
 	st.mu.Lock()
-	for _, c := range []*chainSyncs{&st.cur, &st.prev} {
-		if c.live && c.tracker == tracker {
-			c.ended, c.neverSent = true, neverSent
-		}
+	// An assignment none of whose records was acked yet has no chain so far: it starts
+	// here, ended, and its records acked later (a drain that gave up) end it.
+	if c := st.chainOf(p, tracker); c != nil {
+		c.ended, c.neverSent = true, neverSent
 	}
 	st.mu.Unlock()
 }

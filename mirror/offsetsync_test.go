@@ -300,3 +300,39 @@ func TestOffsetSyncChainsOfOnePartition(t *testing.T) {
 		t.Fatalf("second assignment ended: syncs %+v, want its last position with End, linked as before", got)
 	}
 }
+
+// TestOffsetSyncChainEndsWhenAcksComeAfterTheEnd: an assignment ends before any of its
+// records was acked (its drain gave up on all of them); they are acked later. Its chain
+// starts at the first of them and its last sync says End once none is in flight.
+func TestOffsetSyncChainEndsWhenAcksComeAfterTheEnd(t *testing.T) {
+	p := &partitionState{topic: "t", partition: 0}
+	w := &offsetSyncWriter{queue: make(chan queuedSync, 64), parts: &partitionRegistry{parts: map[partitionKey]*partitionState{{"t", 0}: p}}}
+	tr := offsets.New(16)
+	p.mu.Lock()
+	p.tracker, p.assigned = tr, true
+	p.mu.Unlock()
+	tickets := []offsets.Ticket{tr.Add(10, 1), tr.Add(11, 1)}
+	p.detach()
+	w.assignmentEnded(p, tr, 0)
+	w.flushPositions()
+	if len(w.queue) != 0 {
+		t.Fatalf("%d syncs written before any ack", len(w.queue))
+	}
+	for i, s := range []int64{10, 11} {
+		w.observe(p, tr, s, 40+s)
+		tr.Ack(tickets[i])
+	}
+	w.flushPositions()
+	close(w.queue)
+	var got []OffsetSync
+	for q := range w.queue {
+		got = append(got, q.sync)
+	}
+	want := []OffsetSync{
+		{SourceOffset: 10, TargetOffset: 50, Previous: -1, ChainSource: 10, ChainTarget: 50},
+		{SourceOffset: 11, TargetOffset: 51, Previous: 10, ChainSource: 10, ChainTarget: 50, End: true},
+	}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("syncs %+v, want %+v", got, want)
+	}
+}
