@@ -316,9 +316,20 @@ func (w *offsetSyncWriter) enqueueLocked(p *partitionState, c *chainSyncs, end b
 func (w *offsetSyncWriter) assignmentEnded(p *partitionState, tracker *offsets.Tracker, neverSent int) {
 	st := &p.syncs
 	st.mu.Lock()
-	// An assignment none of whose records was acked yet has no chain so far: it starts
-	// here, ended, and its records acked later (a drain that gave up) end it.
-	if c := st.chainOf(p, tracker); c != nil {
+	c := &st.cur
+	switch {
+	case st.cur.live && st.cur.tracker == tracker:
+	case st.prev.live && st.prev.tracker == tracker:
+		c = &st.prev
+	case tracker.InFlight() <= neverSent:
+		// Nothing of it was acked and nothing will be: no chain.
+		c = nil
+	default:
+		// None of its records was acked yet (its drain gave up on all of them): its
+		// chain starts here, ended, and the late acks fill it in.
+		c = st.chainOf(p, tracker)
+	}
+	if c != nil {
 		c.ended, c.neverSent = true, neverSent
 	}
 	st.mu.Unlock()
