@@ -32,7 +32,8 @@ import (
 //     so that a mirror that caught up has a sync at its last record.
 //
 // Each sync names the source offset of the sync written before it for the partition
-// (Previous). When Previous equals the source offset of the sync stored before it,
+// in its chain (Previous, see below). When Previous equals the source offset of the
+// chain's sync stored before it,
 // every record between the two was mirrored with the first one's delta: a source
 // offset in between translates exactly. Otherwise the translation takes the safe side.
 //
@@ -101,7 +102,8 @@ type OffsetSync struct {
 	SourceOffset int64
 	TargetOffset int64
 	// Previous is the source offset of the sync written before this one for the
-	// partition when every delta change in between was written too; -1 otherwise.
+	// partition in the same chain when every delta change in between was written too;
+	// -1 otherwise.
 	Previous int64
 	// ChainSource and ChainTarget name the chain: the source and target offsets of the
 	// first record its assignment landed (a target offset holds one record, so no two
