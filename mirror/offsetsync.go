@@ -73,9 +73,11 @@ const (
 	offsetSyncV1Bytes = 1 + 3*8
 	// offsetSyncFlagEnd marks the last sync of a chain (OffsetSync.End).
 	offsetSyncFlagEnd = 1
-	// maxOffsetSyncsPerPartition bounds the syncs a store keeps per partition (24 KiB):
-	// when it is reached, every other sync of the older half goes, so the store keeps
-	// recent offsets precise and old ones translatable, coarser (see thin).
+	// maxOffsetSyncsPerPartition bounds the syncs a store keeps per partition, all
+	// chains together (48 KiB): when it is reached, every other sync of the older half
+	// of the longest chain goes, so the store keeps recent offsets precise and old ones
+	// translatable, coarser (see thin); when no chain is long enough to thin, the oldest
+	// chain goes (see drop).
 	maxOffsetSyncsPerPartition = 1024
 	// offsetSyncCloseLimit bounds the last flush of the writer when the engine stops.
 	offsetSyncCloseLimit = 5 * time.Second
