@@ -119,7 +119,7 @@ func (tr *translator) translate(ctx context.Context, group string, commit bool) 
 			}
 			pt := PartitionTranslation{Topic: topic, Partition: p, TargetTopic: tr.sel.TargetName(topic),
 				SourceOffset: b.Offset, TargetOffset: -1, TargetCommitted: -1, TargetEnd: -1, Lag: -1}
-			if to, exact, ok := translateOffset(tr.store.syncs[partitionKey{topic, p}], b.Offset); ok {
+			if to, exact, ok := tr.store.translate(partitionKey{topic, p}, b.Offset); ok {
 				pt.TargetOffset, pt.Exact = to, exact
 			}
 			gt.Partitions = append(gt.Partitions, pt)

@@ -154,6 +154,12 @@ func (s *stream) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Con
 	// After a fatal error the commit point still stops below the failed record, which is
 	// never acked, so committing it is safe and keeps the work already done.
 	e.commitSession(ss.final, ss)
+	if e.syncs != nil {
+		// Nothing more is added: once the records still in flight are acked (at once
+		// after a drain that completed, later after one that gave up), the chain's
+		// last offset sync says that no copy of this assignment follows.
+		e.syncs.assignmentEnded(c.part, c.tracker, c.unsent)
+	}
 	return nil
 }
 

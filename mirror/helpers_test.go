@@ -225,6 +225,24 @@ func (w *workload) tryProduce(cl *kfake.Cluster, perPartition int) error {
 	return nil
 }
 
+// produceTo writes the next n records of partition p only.
+func (w *workload) produceTo(t testing.TB, cl *kfake.Cluster, p int32, n int) {
+	t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	recs := make([]*kgo.Record, 0, n)
+	for i := range n {
+		recs = append(recs, w.record(p, w.next[p]+i))
+	}
+	if err := client.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatalf("producing %d records to partition %d: %v", n, p, err)
+	}
+	w.next[p] += n
+}
+
 // background keeps producing chunks of perPartition records per partition until the
 // returned stop function is called; stop waits for the last chunk and reports errors.
 func (w *workload) background(t *testing.T, cl *kfake.Cluster, perPartition int, pause time.Duration) (stop func()) {

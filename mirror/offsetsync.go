@@ -1,9 +1,7 @@
 package mirror
 
 import (
-	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -34,17 +32,25 @@ import (
 //     so that a mirror that caught up has a sync at its last record.
 //
 // Each sync names the source offset of the sync written before it for the partition
-// (Previous). When Previous equals the source offset of the sync stored before it,
+// in its chain (Previous, see below). When Previous equals the source offset of the
+// chain's sync stored before it,
 // every record between the two was mirrored with the first one's delta: a source
-// offset in between translates exactly (translateOffset). Otherwise the translation
-// takes the safe side, the target offset right after the last sync's record, which
-// never skips a record and repeats at most the records between the sync and the
-// group's offset.
+// offset in between translates exactly. Otherwise the translation takes the safe side.
+//
+// Each sync also names its chain: the assignment of the partition (one claim in one
+// process) whose copies it describes, by the source and target offsets of the first
+// record that assignment landed. Two assignments can write the same partition at once
+// (a drain that gave up leaves records in flight that land after the next owner's), so
+// the syncs of one are never read as following those of the other; once an assignment
+// ended and its last record was acked, a sync with End set says that no copy of the
+// chain follows. How the chains are combined into one translation that never skips a
+// record is in offsetsyncstore.go.
 //
 // The ack path only compares and, now and then, puts a value into a buffered channel
 // without waiting; encoding and producing happen in offsetSyncWriter's goroutine. A
-// full channel drops the sync and breaks the chain (the next sync has no Previous), so
-// translation falls back to the safe side for that stretch instead of slowing the mirror.
+// full channel drops the sync and breaks the chain's links (the next sync has no
+// Previous), so translation falls back to the safe side for that stretch instead of
+// slowing the mirror.
 
 const (
 	offsetSyncTopicPrefix = "__kafka-mirror.offset-syncs."
@@ -58,12 +64,20 @@ const (
 	// offsetSyncQueue is the buffer between the ack path and the writer.
 	offsetSyncQueue = 8192
 	// offsetSyncVersion is the first byte of a sync record's value.
-	offsetSyncVersion = 1
-	// offsetSyncValueBytes is the encoded value: version, source, target, previous.
-	offsetSyncValueBytes = 1 + 3*8
-	// maxOffsetSyncsPerPartition bounds the syncs a store keeps per partition (24 KiB):
-	// when it is reached, every other sync of the older half goes, so the store keeps
-	// recent offsets precise and old ones translatable, coarser (see thin).
+	offsetSyncVersion = 2
+	// offsetSyncValueBytes is the encoded value: version, source, target, previous,
+	// the chain's source and target, flags.
+	offsetSyncValueBytes = 1 + 5*8 + 1
+	// offsetSyncV1Bytes is a version 1 value (source, target, previous, no chain),
+	// written before chains: still read, as one chain of unknown start.
+	offsetSyncV1Bytes = 1 + 3*8
+	// offsetSyncFlagEnd marks the last sync of a chain (OffsetSync.End).
+	offsetSyncFlagEnd = 1
+	// maxOffsetSyncsPerPartition bounds the syncs a store keeps per partition, all
+	// chains together (48 KiB): when it is reached, every other sync of the older half
+	// of the longest chain goes, so the store keeps recent offsets precise and old ones
+	// translatable, coarser (see thin); when no chain is long enough to thin, the oldest
+	// chain goes (see drop).
 	maxOffsetSyncsPerPartition = 1024
 	// offsetSyncCloseLimit bounds the last flush of the writer when the engine stops.
 	offsetSyncCloseLimit = 5 * time.Second
@@ -90,8 +104,16 @@ type OffsetSync struct {
 	SourceOffset int64
 	TargetOffset int64
 	// Previous is the source offset of the sync written before this one for the
-	// partition when every delta change in between was written too; -1 otherwise.
+	// partition in the same chain when every delta change in between was written too;
+	// -1 otherwise.
 	Previous int64
+	// ChainSource and ChainTarget name the chain: the source and target offsets of the
+	// first record its assignment landed (a target offset holds one record, so no two
+	// chains of a partition share it). -1 and -1 in a version 1 sync.
+	ChainSource, ChainTarget int64
+	// End reports that the chain's assignment ended and its last record was acked:
+	// no copy of the chain follows this one.
+	End bool
 }
 
 func offsetSyncKey(topic string, partition int32) []byte {
@@ -117,17 +139,35 @@ func (s OffsetSync) encode() []byte {
 	binary.BigEndian.PutUint64(b[1:], uint64(s.SourceOffset))
 	binary.BigEndian.PutUint64(b[9:], uint64(s.TargetOffset))
 	binary.BigEndian.PutUint64(b[17:], uint64(s.Previous))
+	binary.BigEndian.PutUint64(b[25:], uint64(s.ChainSource))
+	binary.BigEndian.PutUint64(b[33:], uint64(s.ChainTarget))
+	if s.End {
+		b[41] = offsetSyncFlagEnd
+	}
 	return b
 }
 
 func decodeOffsetSync(b []byte) (OffsetSync, error) {
-	if len(b) < offsetSyncValueBytes || b[0] != offsetSyncVersion {
-		return OffsetSync{}, fmt.Errorf("offset sync value of %d bytes is not version %d", len(b), offsetSyncVersion)
+	switch {
+	case len(b) >= offsetSyncValueBytes && b[0] == offsetSyncVersion:
+	case len(b) >= offsetSyncV1Bytes && b[0] == 1:
+		return OffsetSync{
+			SourceOffset: int64(binary.BigEndian.Uint64(b[1:])),
+			TargetOffset: int64(binary.BigEndian.Uint64(b[9:])),
+			Previous:     int64(binary.BigEndian.Uint64(b[17:])),
+			ChainSource:  -1,
+			ChainTarget:  -1,
+		}, nil
+	default:
+		return OffsetSync{}, fmt.Errorf("offset sync value of %d bytes is neither version 1 nor version %d", len(b), offsetSyncVersion)
 	}
 	return OffsetSync{
 		SourceOffset: int64(binary.BigEndian.Uint64(b[1:])),
 		TargetOffset: int64(binary.BigEndian.Uint64(b[9:])),
 		Previous:     int64(binary.BigEndian.Uint64(b[17:])),
+		ChainSource:  int64(binary.BigEndian.Uint64(b[25:])),
+		ChainTarget:  int64(binary.BigEndian.Uint64(b[33:])),
+		End:          b[41]&offsetSyncFlagEnd != 0,
 	}, nil
 }
 
@@ -136,17 +176,59 @@ func decodeOffsetSync(b []byte) (OffsetSync, error) {
 // ack the partition's records.
 type partitionSyncs struct {
 	mu sync.Mutex
-	// tracker is the assignment whose acks are seen (once started); a new one starts
-	// a new chain.
-	started bool
+	// cur is the chain of the partition's latest assignment in this process; prev the
+	// one before, whose records may still be acked after its drain gave up (also when
+	// the partition came back meanwhile). An ack of an older assignment is not synced.
+	cur, prev chainSyncs
+}
+
+// chainSyncs is the state of one chain (one assignment's acks) on the ack path.
+type chainSyncs struct {
+	// live is set once the chain follows an assignment: tracker's acks.
+	live    bool
 	tracker *offsets.Tracker
-	// last is the last acked record: source offset and target offset, -1 before any.
-	lastSource, lastTarget int64
+	// start is the chain's first acked record, source and target offset; last the
+	// last one acked (-1 before any).
+	startSource, startTarget int64
+	lastSource, lastTarget   int64
 	// written is the source offset of the last sync handed to the writer, -1 when the
-	// chain is broken (a new assignment, a dropped sync).
-	written int64
+	// links are broken (a new chain, a dropped sync); writtenPrevious is that sync's
+	// Previous.
+	written, writtenPrevious int64
 	// since counts acked records since the last sync.
 	since int
+	// ended is set when the assignment ended (no record is added to the tracker any
+	// more); once the tracker holds no record but its neverSent ones, the chain's
+	// last sync is written with End (endWritten).
+	ended      bool
+	neverSent  int
+	endWritten bool
+}
+
+// startChain readies c for tracker's acks.
+func (c *chainSyncs) startChain(tracker *offsets.Tracker) {
+	*c = chainSyncs{live: true, tracker: tracker, startSource: -1, startTarget: -1, lastSource: -1, lastTarget: -1, written: -1, writtenPrevious: -1}
+}
+
+// chainOf returns the chain that follows tracker's acks, starting one when tracker is
+// the partition's current assignment; nil for an ack of an older assignment. st.mu is
+// held.
+func (st *partitionSyncs) chainOf(p *partitionState, tracker *offsets.Tracker) *chainSyncs {
+	switch {
+	case st.cur.live && st.cur.tracker == tracker:
+		return &st.cur
+	case st.prev.live && st.prev.tracker == tracker:
+		return &st.prev
+	}
+	p.mu.Lock()
+	current := p.tracker == tracker
+	p.mu.Unlock()
+	if !current && st.cur.live {
+		return nil
+	}
+	st.prev = st.cur
+	st.cur.startChain(tracker)
+	return &st.cur
 }
 
 // queuedSync is a sync on its way from the ack path to the writer: a value, so that
@@ -179,46 +261,99 @@ func newOffsetSyncWriter(cfg *config.Config, log logr.Logger, parts *partitionRe
 func (w *offsetSyncWriter) observe(p *partitionState, tracker *offsets.Tracker, source, target int64) {
 	st := &p.syncs
 	st.mu.Lock()
-	if !st.started || st.tracker != tracker {
-		st.started, st.tracker, st.lastSource, st.lastTarget, st.written, st.since = true, tracker, -1, -1, -1, 0
+	c := &st.cur
+	if !c.live || c.tracker != tracker {
+		if c = st.chainOf(p, tracker); c == nil {
+			st.mu.Unlock()
+			return
+		}
 	}
-	if source <= st.lastSource {
+	if c.startSource < 0 {
+		c.startSource, c.startTarget = source, target
+	}
+	if source <= c.lastSource {
 		// Acked out of order (a record sent again alone): the stretch is no longer one
 		// run of the same delta.
-		st.written = -1
+		c.written = -1
 		st.mu.Unlock()
 		return
 	}
-	changed := st.lastSource < 0 || target-source != st.lastTarget-st.lastSource
-	st.lastSource, st.lastTarget = source, target
-	st.since++
-	if changed || st.since >= offsetSyncEveryRecords {
-		w.enqueueLocked(p, st)
+	changed := c.lastSource < 0 || target-source != c.lastTarget-c.lastSource
+	c.lastSource, c.lastTarget = source, target
+	c.since++
+	if changed || c.since >= offsetSyncEveryRecords {
+		w.enqueueLocked(p, c, false)
 	}
 	st.mu.Unlock()
 }
 
-// enqueueLocked hands the partition's last acked position to the writer without
-// waiting. st.mu is held.
-func (w *offsetSyncWriter) enqueueLocked(p *partitionState, st *partitionSyncs) {
-	select {
-	case w.queue <- queuedSync{part: p, sync: OffsetSync{SourceOffset: st.lastSource, TargetOffset: st.lastTarget, Previous: st.written}}:
-		st.written = st.lastSource
-	default:
-		st.written = -1
-		w.dropped.Add(1)
+// enqueueLocked hands the chain's last acked position to the writer without waiting,
+// as the chain's last sync when end is set; it reports whether the sync was queued.
+// The partition's st.mu is held.
+func (w *offsetSyncWriter) enqueueLocked(p *partitionState, c *chainSyncs, end bool) bool {
+	previous := c.written
+	if c.written == c.lastSource {
+		// The same position again (only to say that the chain ended): same link.
+		previous = c.writtenPrevious
 	}
-	st.since = 0
+	s := OffsetSync{SourceOffset: c.lastSource, TargetOffset: c.lastTarget, Previous: previous,
+		ChainSource: c.startSource, ChainTarget: c.startTarget, End: end}
+	c.since = 0
+	select {
+	case w.queue <- queuedSync{part: p, sync: s}:
+		c.written, c.writtenPrevious = c.lastSource, previous
+		return true
+	default:
+		c.written = -1
+		w.dropped.Add(1)
+		return false
+	}
 }
 
-// flushPositions queues the last acked position of every partition that moved since
-// its last sync.
+// assignmentEnded tells the writer that tracker's assignment of p ended: no record is
+// added to it any more, and neverSent of its records were never handed to the
+// producer (they are never acked). Once the others are acked, the chain's last sync is
+// written with End (flushPositions). A process that is killed, or an assignment whose
+// records may still land in a way the chain does not see (an exactly-once transaction
+// left to finish on its own), never calls it: its chain then has no end, which the
+// translation treats as records that may follow its last sync.
+func (w *offsetSyncWriter) assignmentEnded(p *partitionState, tracker *offsets.Tracker, neverSent int) {
+	st := &p.syncs
+	st.mu.Lock()
+	c := &st.cur
+	switch {
+	case st.cur.live && st.cur.tracker == tracker:
+	case st.prev.live && st.prev.tracker == tracker:
+		c = &st.prev
+	case tracker.InFlight() <= neverSent:
+		// Nothing of it was acked and nothing will be: no chain.
+		c = nil
+	default:
+		// None of its records was acked yet (its drain gave up on all of them): its
+		// chain starts here, ended, and the late acks fill it in.
+		c = st.chainOf(p, tracker)
+	}
+	if c != nil {
+		c.ended, c.neverSent = true, neverSent
+	}
+	st.mu.Unlock()
+}
+
+// flushPositions queues the last acked position of every chain that moved since its
+// last sync, and the last sync of every chain whose assignment ended and whose records
+// were all acked.
 func (w *offsetSyncWriter) flushPositions() {
 	for _, p := range w.parts.all() {
 		st := &p.syncs
 		st.mu.Lock()
-		if st.started && st.lastSource >= 0 && st.lastSource != st.written {
-			w.enqueueLocked(p, st)
+		for _, c := range []*chainSyncs{&st.cur, &st.prev} {
+			if !c.live || c.lastSource < 0 || c.endWritten {
+				continue
+			}
+			end := c.ended && (c.tracker == nil || c.tracker.InFlight() <= c.neverSent)
+			if end || c.lastSource != c.written {
+				c.endWritten = w.enqueueLocked(p, c, end) && end
+			}
 		}
 		st.mu.Unlock()
 	}
@@ -346,131 +481,4 @@ func ensureOffsetSyncTopic(admin sarama.ClusterAdmin, topic string) error {
 		return fmt.Errorf("while creating offset sync topic %q on the target cluster: %w", topic, err)
 	}
 	return nil
-}
-
-// offsetSyncStore holds the syncs read from the sync topic, per source partition,
-// sorted by source offset.
-type offsetSyncStore struct {
-	topic string
-	next  int64 // the next offset of the sync topic to read
-	syncs map[partitionKey][]OffsetSync
-}
-
-func newOffsetSyncStore(topic string) *offsetSyncStore {
-	return &offsetSyncStore{topic: topic, syncs: map[partitionKey][]OffsetSync{}}
-}
-
-// add stores s. A sync at or below the newest one stored (the partition mirrored
-// again after a restart, or by a new owner) replaces every stored sync at or above
-// it: the records it describes were written again, later, and the later copies are
-// the ones to resume from.
-func (st *offsetSyncStore) add(tp partitionKey, s OffsetSync) {
-	list := st.syncs[tp]
-	for len(list) > 0 && list[len(list)-1].SourceOffset >= s.SourceOffset {
-		list = list[:len(list)-1]
-	}
-	if len(list) >= maxOffsetSyncsPerPartition {
-		list = thin(list)
-	}
-	st.syncs[tp] = append(list, s)
-}
-
-// thin drops every other sync of the older half of list, in place. The syncs left
-// there no longer follow each other (their Previous no longer matches), so offsets
-// between them translate to the safe side: never skipping, repeating at most the
-// records between two kept syncs. Repeated thinning spaces old syncs further and
-// further apart, as MirrorMaker 2's offset sync store does.
-func thin(list []OffsetSync) []OffsetSync {
-	half := len(list) / 2
-	n := 0
-	for i := 0; i < half; i += 2 {
-		list[n] = list[i]
-		n++
-	}
-	n += copy(list[n:], list[half:])
-	return list[:n]
-}
-
-// translateOffset returns the target offset from which a consumer reads every record
-// at or after source offset committed (a group's committed offset: the next record to
-// read), and whether it is exact (no record before committed read again). ok is false
-// when no sync at or below committed is known.
-func translateOffset(syncs []OffsetSync, committed int64) (target int64, exact, ok bool) {
-	// i is the first sync above committed; i-1 the latest at or below it.
-	lo, hi := 0, len(syncs)
-	for lo < hi {
-		m := (lo + hi) / 2
-		if syncs[m].SourceOffset <= committed {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo == 0 {
-		return 0, false, false
-	}
-	s1 := syncs[lo-1]
-	if s1.SourceOffset == committed {
-		return s1.TargetOffset, true, true
-	}
-	if lo < len(syncs) && syncs[lo].Previous == s1.SourceOffset {
-		// Every record in (s1, s2) was mirrored with s1's delta, contiguously, up to
-		// the last one before a gap; the first record at or after committed is at
-		// committed + delta or, past the gap, at s2's target offset.
-		s2 := syncs[lo]
-		return min(committed+s1.TargetOffset-s1.SourceOffset, s2.TargetOffset), true, true
-	}
-	// Everything mirrored after s1 is after s1's target record.
-	return s1.TargetOffset + 1, false, true
-}
-
-// readOffsetSyncs reads the sync topic from st.next up to its end as of the call.
-func readOffsetSyncs(ctx context.Context, client sarama.Client, st *offsetSyncStore, log logr.Logger) error {
-	end, err := client.GetOffset(st.topic, 0, sarama.OffsetNewest)
-	if err != nil {
-		if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
-			return nil
-		}
-		return fmt.Errorf("while reading the end of offset sync topic %q: %w", st.topic, err)
-	}
-	if st.next >= end {
-		return nil
-	}
-	start, err := client.GetOffset(st.topic, 0, sarama.OffsetOldest)
-	if err != nil {
-		return fmt.Errorf("while reading the start of offset sync topic %q: %w", st.topic, err)
-	}
-	consumer, err := sarama.NewConsumerFromClient(client)
-	if err != nil {
-		return fmt.Errorf("while reading offset sync topic %q: %w", st.topic, err)
-	}
-	defer consumer.Close()
-	pc, err := consumer.ConsumePartition(st.topic, 0, max(st.next, start))
-	if err != nil {
-		return fmt.Errorf("while reading offset sync topic %q: %w", st.topic, err)
-	}
-	defer pc.AsyncClose()
-	for {
-		select {
-		case m, ok := <-pc.Messages():
-			if !ok {
-				return fmt.Errorf("while reading offset sync topic %q: the consumer closed", st.topic)
-			}
-			st.next = m.Offset + 1
-			tp, kerr := parseOffsetSyncKey(m.Key)
-			s, verr := decodeOffsetSync(m.Value)
-			if err := errors.Join(kerr, verr); err != nil {
-				log.V(1).Info("Ignored a record of the offset sync topic", "offset", m.Offset, "reason", err.Error())
-			} else {
-				st.add(tp, s)
-			}
-			if st.next >= end {
-				return nil
-			}
-		case cerr := <-pc.Errors():
-			return fmt.Errorf("while reading offset sync topic %q: %w", st.topic, cerr)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }

@@ -89,12 +89,15 @@ func (p *partitionState) dropped(why dropReason) {
 func (p *partitionState) attach(tr *offsets.Tracker, claim sarama.ConsumerGroupClaim) {
 	// The claim starts at the group's committed offset; showing it at once gives lag
 	// and the commit gauge a value before this process's first commit. It is taken at
-	// every assignment, not only the first: while the partition was away another member
-	// may have committed past what this process last committed, and with nothing new to
-	// read no commit of this process would ever correct the value.
-	if off := claim.InitialOffset(); off >= 0 {
-		p.committed.Store(off)
+	// every assignment, not only the first: a partition that comes back after another
+	// member committed further would otherwise show this process's own older commit,
+	// and a lag that never ends when nothing new arrives. Without a committed offset
+	// (the claim starts at initialOffset) the commit is unknown until the first one.
+	off := claim.InitialOffset()
+	if off < 0 {
+		off = -1
 	}
+	p.committed.Store(off)
 	p.mu.Lock()
 	p.tracker, p.claim, p.assigned, p.unsent = tr, claim, true, 0
 	p.mu.Unlock()

@@ -186,3 +186,86 @@ func TestStatsOfAnAssignmentThatReadNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCommittedAndLagFollowAPartitionThatComesBack is issue 30 item 9: engine x commits
+// 100 on both partitions; y joins and takes one of them, mirrors 200 more records of it
+// and commits 300; y leaves and the partition comes back to x with nothing new to read.
+// x must report what the group holds for it (committed 300, lag 0), not its own last
+// commit of the partition (100, lag 200 for good: the runbook's "wait for lag 0" never
+// ended).
+func TestCommittedAndLagFollowAPartitionThatComesBack(t *testing.T) {
+	const partitions, first, more = 2, 100, 200
+	c := newClusters(t, partitions)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, first)
+	cfg := c.testConfig(t, func(cfg *config.Config) { cfg.Streams = 1 })
+	committedEverywhere := func(r *runningEngine, want int64, assigned int) func() bool {
+		return func() bool {
+			n := 0
+			for _, p := range r.e.Stats().Partitions {
+				if p.Assigned && p.Committed == want {
+					n++
+				}
+			}
+			return n == assigned
+		}
+	}
+
+	x := startEngine(t, cfg, testLogger(t).WithName("x"))
+	testutil.WaitFor(t, 60*time.Second, "x committing both partitions at 100", committedEverywhere(x, first, partitions))
+
+	y := startEngine(t, cfg, testLogger(t).WithName("y"))
+	groupStable(t, c.source, cfg.ConsumerGroup, 2, 60*time.Second)
+	var moved int32 = -1
+	testutil.WaitFor(t, 60*time.Second, "y owning one partition", func() bool {
+		for _, p := range y.e.Stats().Partitions {
+			if p.Assigned {
+				moved = p.Partition
+				return true
+			}
+		}
+		return false
+	})
+	// Only the partition that moved grows: the one x kept stays at 100.
+	w.produceTo(t, c.source, moved, more)
+	testutil.WaitFor(t, 60*time.Second, "y committing the moved partition at 300", committedEverywhere(y, first+more, 1))
+	if err := y.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 60*time.Second, "x owning both partitions again", func() bool {
+		n := 0
+		for _, p := range x.e.Stats().Partitions {
+			if p.Assigned {
+				n++
+			}
+		}
+		return n == partitions
+	})
+	want := func(p int32) int64 {
+		if p == moved {
+			return first + more
+		}
+		return first
+	}
+	testutil.WaitFor(t, 30*time.Second, "x to have fetched both high watermarks", func() bool {
+		for _, p := range x.e.Stats().Partitions {
+			if p.HighWatermark != want(p.Partition) {
+				return false
+			}
+		}
+		return true
+	})
+	group := testutil.CommittedOffsets(t, c.source.ListenAddrs(), cfg.ConsumerGroup, testTopic, partitions)
+	for _, p := range x.e.Stats().Partitions {
+		if group[p.Partition] != want(p.Partition) {
+			t.Fatalf("partition %d: group offset %d, want %d", p.Partition, group[p.Partition], want(p.Partition))
+		}
+		if want := want(p.Partition); p.Committed != want || p.Lag != 0 {
+			t.Errorf("partition %d back with x: committed %d, lag %d; want committed %d (the group's offset) and lag 0",
+				p.Partition, p.Committed, p.Lag, want)
+		}
+	}
+	if err := x.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}

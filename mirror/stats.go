@@ -66,8 +66,8 @@ type PartitionStats struct {
 	// InFlight is the number of records read and not yet fully acked (0 when not assigned).
 	InFlight int64
 	// Committed is the group's committed offset (the next offset to read): the last one
-	// the group coordinator confirmed to this process, or the one found when the
-	// partition was assigned; -1 when neither is known.
+	// the group coordinator confirmed to this process since the partition was last
+	// assigned, or the one found at that assignment; -1 when neither is known.
 	Committed int64
 	// Consumed is the next offset the current (or last) assignment reads: the last
 	// offset read + 1, or where the assignment started when it has read nothing yet; -1

@@ -560,6 +560,11 @@ func (s *stream) consumeClaimTxn(sess sarama.ConsumerGroupSession, claim sarama.
 		t.failed(sess.Context(), s.log, err)
 	}
 	e.commitSession(ss.final, ss)
+	if e.syncs != nil && !t.open {
+		// Every transaction of the claim committed (its syncs written) or aborted: no
+		// copy of it follows. One left open may still commit, unsynced: no end then.
+		e.syncs.assignmentEnded(c.part, c.tracker, 0)
+	}
 	return nil
 }
 

@@ -40,8 +40,10 @@ func newTranslateCommand() *cobra.Command {
 (it writes them when the config sets groups) and translates the committed offsets of
 source consumer group --group, for every mirrored partition, to target offsets: the
 target offset from which a consumer reads every record at or after the source offset.
-No record is skipped; EXACT=false marks a partition whose translation may repeat the
-records between the last offset sync and the source offset (at most 1000).
+No record is skipped, also when two owners of a partition wrote it at once (a drain
+that gave up, a restart); EXACT=false marks a partition whose translation may repeat
+records: those between the last offset sync and the source offset (at most 1000), or
+those both owners copied (docs/failover.md).
 
 It prints per partition the source offset, the target offset, the target's lag after
 it (records the group would read on the target) and the target group's committed
