@@ -1,6 +1,7 @@
 package realkafka
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -52,7 +53,8 @@ type Options struct {
 	Config map[string]string
 	// Heap is each JVM's -Xmx. Default DefaultHeap.
 	Heap string
-	// LogLevel is the brokers' root log4j level. Default WARN (INFO is megabytes per test).
+	// LogLevel is the brokers' root log4j level. Default $KAFKA_LOG_LEVEL, else WARN
+	// (INFO is megabytes per test; set KAFKA_LOG_LEVEL=INFO to see what a broker did).
 	LogLevel string
 }
 
@@ -88,7 +90,7 @@ func Start(ctx context.Context, dir string, opts Options) (_ *Cluster, err error
 		opts.Heap = DefaultHeap
 	}
 	if opts.LogLevel == "" {
-		opts.LogLevel = "WARN"
+		opts.LogLevel = cmp.Or(os.Getenv("KAFKA_LOG_LEVEL"), "WARN")
 	}
 	jars, err := Jars()
 	if err != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
-// startTimeout bounds a whole cluster's start in StartTest: a broker starts in seconds
-// on a quiet machine; six JVMs starting at once on 2 busy cores take far longer.
+// startTimeout bounds the start of a test's clusters: a broker starts in seconds on a
+// quiet machine; six JVMs starting at once on 2 busy cores take far longer.
 const startTimeout = 3 * time.Minute
 
 // StartTest starts a cluster under the test's temporary directory, failing the test
@@ -16,17 +18,42 @@ const startTimeout = 3 * time.Minute
 // the tail of every broker's log.
 func StartTest(t testing.TB, opts Options) *Cluster {
 	t.Helper()
+	return StartTestClusters(t, opts)[0]
+}
+
+// StartTestClusters is StartTest for several clusters, started at the same time (a
+// JVM's start is mostly waiting).
+func StartTestClusters(t testing.TB, opts ...Options) []*Cluster {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	c, err := Start(ctx, t.TempDir(), opts)
+	dir := t.TempDir()
+	out := make([]*Cluster, len(opts))
+	var g errgroup.Group
+	for i, o := range opts {
+		g.Go(func() error {
+			c, err := Start(ctx, dir, o)
+			if err != nil {
+				return err
+			}
+			out[i] = c
+			return nil
+		})
+	}
+	err := g.Wait()
+	for _, c := range out {
+		if c == nil {
+			continue
+		}
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("broker logs of %s:\n%s", c.Name(), c.LogTails())
+			}
+			c.Close()
+		})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("broker logs of %s:\n%s", c.Name(), c.LogTails())
-		}
-		c.Close()
-	})
-	return c
+	return out
 }
