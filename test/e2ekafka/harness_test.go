@@ -306,15 +306,20 @@ func (s *scenario) waitProgress(more int64, timeout time.Duration) {
 	}
 }
 
-// endOffsets returns the end offset of every partition of topics on c.
+// endOffsets returns the end offset of every partition of topics on c. It retries
+// while a partition's leader is down (until the controller moves it) for up to
+// faultTimeout.
 func endOffsets(t *testing.T, c *realkafka.Cluster, topics map[string]int32) map[string]map[int32]int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
-	defer cancel()
-	listed, err := c.Admin().ListEndOffsets(ctx, topicNames(topics)...)
-	if err == nil {
-		err = listed.Error()
-	}
+	var listed kadm.ListedOffsets
+	err := retry(func(ctx context.Context) error {
+		var err error
+		listed, err = c.Admin().ListEndOffsets(ctx, topicNames(topics)...)
+		if err == nil {
+			err = listed.Error()
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatalf("listing end offsets on %s: %v", c.Name(), err)
 	}
@@ -328,15 +333,37 @@ func endOffsets(t *testing.T, c *realkafka.Cluster, topics map[string]int32) map
 	return out
 }
 
+// faultTimeout bounds how long the test's own admin requests retry through a broker
+// fault: a dead leader is replaced after the controller's session timeout (9 s).
+const faultTimeout = time.Minute
+
+// retry calls f (each call bounded by adminTimeout) until it succeeds or faultTimeout
+// passes, and returns the last error.
+func retry(f func(ctx context.Context) error) error {
+	deadline := time.Now().Add(faultTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		err := f(ctx)
+		cancel()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // committed returns the offsets group committed on c, by topic and partition.
 func committed(t *testing.T, c *realkafka.Cluster, group string) map[string]map[int32]int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
-	defer cancel()
-	resp, err := c.Admin().FetchOffsets(ctx, group)
-	if err == nil {
-		err = resp.Error()
-	}
+	var resp kadm.OffsetResponses
+	err := retry(func(ctx context.Context) error {
+		var err error
+		resp, err = c.Admin().FetchOffsets(ctx, group)
+		if err == nil {
+			err = resp.Error()
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatalf("fetching the offsets of group %s on %s: %v", group, c.Name(), err)
 	}
