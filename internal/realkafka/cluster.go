@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -295,24 +296,44 @@ func newClusterID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// freePorts reserves n distinct loopback ports, all held until every one is chosen. They
-// are released before the brokers bind them; a clash would show as a broker failing to
-// start, not as wrong data.
+// Ports for brokers are chosen below the kernel's ephemeral range (32768 and up by
+// default, /proc/sys/net/ipv4/ip_local_port_range): a port picked from that range and
+// released until the JVM binds it could meanwhile become the local port of any outgoing
+// connection on a busy machine, and a broker failed to start with "Address already in
+// use". Below it, only a listener that picked the same port can collide.
+const (
+	portRangeLow  = 20000
+	portRangeHigh = 32767
+)
+
+var (
+	portsMu sync.Mutex
+	// portsTaken holds every port handed out in this process, so that two clusters
+	// starting at the same time never get the same one.
+	portsTaken = map[int]bool{}
+)
+
+// freePorts picks n distinct loopback ports that were free when tried and that no
+// cluster of this process was given before.
 func freePorts(n int) ([]int, error) {
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	var ports []int
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			l.Close()
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			return nil, fmt.Errorf("realkafka: found only %d free ports in %d-%d", len(ports), portRangeLow, portRangeHigh)
 		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port := portRangeLow + mrand.IntN(portRangeHigh-portRangeLow+1)
+		if portsTaken[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			return nil, fmt.Errorf("realkafka: while reserving a port: %w", err)
+			continue
 		}
-		lns = append(lns, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		l.Close()
+		portsTaken[port] = true
+		ports = append(ports, port)
 	}
 	return ports, nil
 }

@@ -151,7 +151,7 @@ func TestSmokeSCRAMACLs(t *testing.T) {
 		c.Handlers = skipFilter
 	})
 	w := s.workload(20_000, 2000, skipFraction)
-	e := s.startEngine("engine", cfg)
+	e := s.startJoined("engine", cfg)
 	p := s.produce(w).wait(t)
 	rep := s.waitComplete(p, audit.Options{Filtered: audit.SkipHeaderFiltered})
 	e.stop(time.Minute)

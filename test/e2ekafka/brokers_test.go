@@ -79,7 +79,7 @@ func leaderKill9(t *testing.T, side string, col column) {
 	s := newScenario(t, world{brokers: 3}, replicatedTopics())
 	cfg := s.config(col.apply)
 	w := s.workload(brokerRecords, brokerRecordsRate, 0)
-	e := s.startEngine("engine", cfg)
+	e := s.startJoined("engine", cfg)
 	bg := s.produce(w)
 	bg.waitSent(w.Records / 4)
 	s.waitProgress(2000, 2*time.Minute)
@@ -133,7 +133,7 @@ func rollingRestart(t *testing.T, col column) {
 	// Longer than the kills' workload: three controlled shutdowns, restarts and ISR
 	// catch-ups take about a minute on a busy machine, and records must flow throughout.
 	w := s.workload(150_000, 1500, 0)
-	e := s.startEngine("engine", cfg)
+	e := s.startJoined("engine", cfg)
 	bg := s.produce(w)
 	bg.waitSent(w.Records / 8)
 	s.waitProgress(2000, 2*time.Minute)

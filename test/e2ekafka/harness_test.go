@@ -150,7 +150,7 @@ func (s *scenario) config(mut func(*config.Config)) config.Config {
 		SyncTopics:              config.BoolPtr(false),
 		Streams:                 2,
 		OffsetCommitInterval:    config.Duration{Duration: commitInterval},
-		DeliveryTimeout:         config.Duration{Duration: time.Minute},
+		DeliveryTimeout:         config.Duration{Duration: 30 * time.Second},
 		TopicSyncInterval:       config.Duration{Duration: 2 * time.Second},
 		MaxInFlightPerPartition: maxInFlight,
 	}
@@ -175,7 +175,27 @@ func (s *scenario) startEngine(name string, cfg config.Config) *engine {
 	return startEngine(s.t, name, writeConfig(s.t, s.dir, name, cfg))
 }
 
-// stdWorkload is the workload of most tests: keyed records with headers and tombstones,
+// startJoined starts an engine and waits until it joined the consumer group, so that
+// a workload started next is mirrored as it is written and a fault lands mid-stream
+// (an engine's first start can take long: see TestExactlyOnceFirstStartOnFreshTarget).
+func (s *scenario) startJoined(name string, cfg config.Config) *engine {
+	s.t.Helper()
+	e := s.startEngine(name, cfg)
+	deadline := time.Now().Add(joinTimeout)
+	for len(e.logLines("Joined the consumer group")) == 0 {
+		if !e.Running() || time.Now().After(deadline) {
+			s.t.Fatalf("engine %s did not join its consumer group within %v (running %v); log tail:\n%s", name, joinTimeout, e.Running(), e.LogTail(20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return e
+}
+
+// joinTimeout bounds an engine's start up to its group join: well over deliveryTimeout,
+// which a first exactly-once start on a fresh target waits today.
+const joinTimeout = 3 * time.Minute
+
+// workload is the workload of most tests: keyed records with headers and tombstones,
 // at a rate that keeps faults mid-stream.
 func (s *scenario) workload(records, rate int, skip float64) audit.Workload {
 	return audit.Workload{

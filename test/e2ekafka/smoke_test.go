@@ -42,7 +42,7 @@ func TestSmokeKill9(t *testing.T) {
 	s := newScenario(t, world{}, smokeTopics())
 	cfg := s.config(func(c *config.Config) { c.Handlers = skipFilter })
 	w := s.workload(60_000, 2000, skipFraction)
-	e := s.startEngine("engine-0", cfg)
+	e := s.startJoined("engine-0", cfg)
 	bg := s.produce(w)
 	const kills = 2
 	for i := 1; i <= kills; i++ {
@@ -74,7 +74,7 @@ func TestSmokeExactlyOnceKill9(t *testing.T) {
 		exactlyOnce(c)
 	})
 	w := s.workload(60_000, 2000, skipFraction)
-	e := s.startEngine("engine-0", cfg)
+	e := s.startJoined("engine-0", cfg)
 	bg := s.produce(w)
 	const kills = 2
 	for i := 1; i <= kills; i++ {
