@@ -23,7 +23,10 @@ if [ ! -f "$dir/.complete" ]; then
   start=$SECONDS
   rm -rf "$dir.tmp"
   mkdir -p "$dir.tmp"
-  if ! mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dir.tmp" >&2; then
+  # Debian's Maven prints colour resets even in batch mode: strip them (pipefail keeps
+  # Maven's exit status).
+  if ! mvn -q -B -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dir.tmp" 2>&1 |
+    sed 's/\x1b\[[0-9;]*m//g' >&2; then
     echo "kafka: Maven could not fetch the jars; check that Maven Central is reachable and retry 'make kafka'" >&2
     exit 1
   fi
