@@ -56,6 +56,18 @@ test-stress: envtest helm ## Run the tests RUNS times (default 3) with every cor
 e2e: build envtest ## Run the fault-injection and loss-audit suite (test/e2e) against the built binary (and the operator on envtest).
 	KAFKA_MIRROR_BIN="$(CURDIR)/bin/kafka-mirror" KUBEBUILDER_ASSETS="$$(bash hack/envtest.sh)" go test -tags e2e -timeout 20m -count=1 -v ./test/e2e/... 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
 
+# The real-Kafka smoke subset: single-broker clusters, a few minutes (.ci/run runs it).
+E2E_KAFKA_SMOKE := ^TestSmoke
+
+.PHONY: e2e-kafka
+e2e-kafka: build kafka ## Run the promises on real Apache Kafka (test/e2ekafka): 3-broker KRaft JVMs, leader kills, rolling restarts, transactions, SCRAM with ACLs.
+	KAFKA_JARS="$$(bash hack/kafka.sh)" go test -tags kafka -timeout 30m -count=1 -v ./internal/realkafka/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
+	KAFKA_MIRROR_BIN="$(CURDIR)/bin/kafka-mirror" KAFKA_JARS="$$(bash hack/kafka.sh)" go test -tags kafka -timeout 90m -count=1 -v ./test/e2ekafka/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
+
+.PHONY: e2e-kafka-smoke
+e2e-kafka-smoke: build kafka ## Run the real-Kafka smoke subset (single brokers: kill -9 audited, exactly-once read_committed, SCRAM with ACLs).
+	KAFKA_MIRROR_BIN="$(CURDIR)/bin/kafka-mirror" KAFKA_JARS="$$(bash hack/kafka.sh)" go test -tags kafka -timeout 20m -count=1 -v -run '$(E2E_KAFKA_SMOKE)' ./test/e2ekafka/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
+
 .PHONY: bench
 bench: ## Measure throughput, latency and memory against the broker-bound limit (docs/benchmarks/).
 	go run ./hack/bench $(if $(PROFILE),--profile) $(BENCH_ARGS)
@@ -118,6 +130,10 @@ helm-lint: helm ## Lint the Helm chart.
 .PHONY: envtest
 envtest: ## Build (once, cached) the kube-apiserver and etcd that envtest runs.
 	@bash hack/envtest.sh >/dev/null
+
+.PHONY: kafka
+kafka: ## Fetch (once, cached) the Apache Kafka jars the real-Kafka tests run, with Maven (hack/kafka/pom.xml).
+	@bash hack/kafka.sh >/dev/null
 
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN)
