@@ -204,7 +204,7 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, source sarama.Cli
 		}
 		var err error
 		switch {
-		case txnEntry.usable() && srcEntry.usable() && srcOff > b.Offset:
+		case txnEntry.usable() && srcEntry != entryOtherIncarnation && srcOff > b.Offset:
 			// The engine commits the source group's offset only after the transaction
 			// that stored the same offset committed, so an offset ahead of the last
 			// transaction's was put there: a reset that accepts records deleted before
