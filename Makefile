@@ -51,6 +51,20 @@ test: build envtest helm promtool controller-gen ## Run every test: unit, kfake 
 .PHONY: test-stress
 test-stress: envtest helm ## Run the tests RUNS times (default 3) with every core busy; PKG=./mirror/ picks packages.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest.sh)" HELM="$(HELM)" bash hack/test-stress.sh $(or $(RUNS),3) $(or $(PKG),./...)
+	$(MAKE) fuzz
+
+# The fuzz targets, as package:Target; each runs for FUZZTIME in make fuzz (and after make test-stress).
+# controllers' FuzzValidate is left out: its package's TestMain starts envtest and kfake, and
+# the fuzzing workers never finish gathering the baseline with it (make test runs its seeds).
+FUZZ_TARGETS := ./mirror/config/:FuzzParse ./mirror/handler/:FuzzNewChain ./mirror/handler/:FuzzFastJSON
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Run the engine's fuzz targets for FUZZTIME (default 30s each, about 90 s in all); a finding fails and is saved under testdata/fuzz.
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 .PHONY: e2e
 e2e: build envtest ## Run the fault-injection and loss-audit suite (test/e2e) against the built binary (and the operator on envtest).

@@ -249,17 +249,17 @@ func validateConfigFile(path string) result {
 	if err != nil {
 		return result{problems: []string{readError(err)}}
 	}
-	var c config.Config
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return result{problems: []string{fmt.Sprintf("while parsing the mirror config: %v", err)}}
+	c, unknown, err := config.Decode(data)
+	if err != nil {
+		return result{problems: []string{err.Error()}}
 	}
 	c.Default()
-	problems := checkConfig(&c, nil, nil)
+	problems := append(fieldProblems(unknown), checkConfig(c, nil, nil)...)
 	if len(problems) > 0 {
 		return result{problems: problems}
 	}
-	ok := "MirrorConfig, " + summarize(&c)
-	return result{ok: []string{ok}, mirrors: []validMirror{{label: "document 0", name: "MirrorConfig", cfg: &c, ok: ok}}}
+	ok := "MirrorConfig, " + summarize(c)
+	return result{ok: []string{ok}, mirrors: []validMirror{{label: "document 0", name: "MirrorConfig", cfg: c, ok: ok}}}
 }
 
 // validateManifestPath validates a manifest file, or every .yaml, .yml and .json file
@@ -354,18 +354,18 @@ func (v validator) checkDocument(doc []byte, label string, r *result) {
 		}
 	case tm.Kind == config.Kind:
 		r.found++
-		var c config.Config
-		if err := yaml.UnmarshalStrict(doc, &c); err != nil {
-			r.problems = append(r.problems, fmt.Sprintf("%s: while parsing the mirror config: %v", label, err))
+		c, unknown, err := config.Decode(doc)
+		if err != nil {
+			r.problems = append(r.problems, fmt.Sprintf("%s: %v", label, err))
 			return
 		}
 		c.Default()
-		if ps := checkConfig(&c, nil, nil); len(ps) > 0 {
+		if ps := append(fieldProblems(unknown), checkConfig(c, nil, nil)...); len(ps) > 0 {
 			r.problems = append(r.problems, prefixAll(label+" (MirrorConfig): ", ps)...)
 			return
 		}
-		r.ok = append(r.ok, "MirrorConfig, "+summarize(&c))
-		r.mirrors = append(r.mirrors, validMirror{label: label, name: "MirrorConfig", cfg: &c, ok: r.ok[len(r.ok)-1]})
+		r.ok = append(r.ok, "MirrorConfig, "+summarize(c))
+		r.mirrors = append(r.mirrors, validMirror{label: label, name: "MirrorConfig", cfg: c, ok: r.ok[len(r.ok)-1]})
 	case tm.Kind == "KafkaMirror" && strings.HasPrefix(tm.APIVersion, apiGroup+"/"):
 		r.found++
 		name := tm.Metadata.Name
@@ -516,4 +516,13 @@ func summarize(c *config.Config) string {
 		s += ", rebalance listener " + l.Name
 	}
 	return s
+}
+
+// fieldProblems renders field errors (unknown fields of a MirrorConfig) as problems.
+func fieldProblems(errs field.ErrorList) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
 }

@@ -45,7 +45,7 @@ func TestValidateCommand(t *testing.T) {
 		},
 		"unknown field": {
 			args:    []string{"--config", "unknown.yaml"},
-			want:    "unknown.yaml: while parsing the mirror config: error unmarshaling JSON: while decoding JSON: json: unknown field \"bogus\"\n",
+			want:    "unknown.yaml: bogus: Forbidden: unknown field (keys are case-sensitive)\n",
 			wantErr: "validate found 1 problem(s)",
 		},
 		"missing file": {

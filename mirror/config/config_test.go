@@ -180,23 +180,35 @@ func TestParseInvalid(t *testing.T) {
 	}{
 		"unknown field": {
 			yaml: minimal + "bogus: 1\n",
-			want: `while parsing the mirror config: error unmarshaling JSON: while decoding JSON: json: unknown field "bogus"`,
+			want: `invalid mirror config: bogus: Forbidden: unknown field (keys are case-sensitive)`,
+		},
+		// Keys match as the API server matches a KafkaMirror's: case-sensitively (issue 30
+		// item 13: `ConsumerGroup:` and `sourCe:` were taken for consumerGroup and source).
+		"key spelt with another case": {
+			yaml: strings.Replace(minimal, "consumerGroup:", "ConsumerGroup:", 1),
+			want: "invalid mirror config: [ConsumerGroup: Forbidden: unknown field (keys are case-sensitive), consumerGroup: Required value: the source consumer group that stores the mirror's progress]",
+		},
+		// Every problem at once, each with its path: an unknown nested field does not hide
+		// the others (issue 31 item 7).
+		"unknown nested field and an invalid value": {
+			yaml: strings.Replace(minimal, "topics: {", "topics: {nested: 1, ", 1) + "streams: -1\n",
+			want: "invalid mirror config: [topics.nested: Forbidden: unknown field (keys are case-sensitive), streams: Invalid value: -1: must be between 1 and 64]",
 		},
 		"duplicate field": {
 			yaml: minimal + "streams: 2\nstreams: 3\n",
-			want: "while parsing the mirror config: error converting YAML to JSON: yaml: unmarshal errors:\n  line 8: key \"streams\" already set in map",
+			want: "while parsing the mirror config: yaml: unmarshal errors:\n  line 8: key \"streams\" already set in map",
 		},
 		"not YAML": {
 			yaml: "a: [",
-			want: "while parsing the mirror config: error converting YAML to JSON: yaml: line 1: did not find expected node content",
+			want: "while parsing the mirror config: yaml: line 1: did not find expected node content",
 		},
 		"duration not a string": {
 			yaml: minimal + "offsetCommitInterval: 5\n",
-			want: `while parsing the mirror config: error unmarshaling JSON: while decoding JSON: a duration must be a string such as "5s": json: cannot unmarshal number into Go value of type string`,
+			want: `while parsing the mirror config: a duration must be a string such as "5s": json: cannot unmarshal number into Go value of type string`,
 		},
 		"duration not a duration": {
 			yaml: minimal + "deliveryTimeout: soon\n",
-			want: `while parsing the mirror config: error unmarshaling JSON: while decoding JSON: time: invalid duration "soon"`,
+			want: `while parsing the mirror config: time: invalid duration "soon"`,
 		},
 		"wrong kind": {
 			yaml: strings.Replace(minimal, "kind: MirrorConfig", "kind: KafkaMirror", 1),

@@ -44,6 +44,11 @@ var DefaultTopicConfigExclude = []string{
 // Default fills every unset field with its default value. It is idempotent and leaves
 // set fields alone, so a defaulted config renders back to the same file.
 func (c *Config) Default() {
+	// An empty handler list means no handler, as an absent one does; it is nil so that
+	// the YAML written for it (which leaves an empty list out) reads back the same.
+	if len(c.Handlers) == 0 {
+		c.Handlers = nil
+	}
 	if c.APIVersion == "" {
 		c.APIVersion = APIVersion
 	}

@@ -17,6 +17,8 @@ func FuzzParse(f *testing.F) {
 		minimal + "offsetCommitInterval: 1h2m3.5s\n",
 		minimal + "topics: {include: [a], rename: {template: 'x.{topic}'}}\n",
 		"",
+		minimal + "handlers: []\n",
+		"apiVersion: kafkamirror.io/v1alpha1\nkind: MirrorConfig\nsourCe: {bootstrapServers: [a:1]}\n",
 		"a: [",
 		"{}",
 		`{"apiVersion":"kafkamirror.io/v1alpha1"}`,

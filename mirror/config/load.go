@@ -1,24 +1,65 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
-// Parse reads a config from YAML (or JSON), rejecting unknown fields, fills defaults and
-// validates it. Every problem is reported at once with its field path.
+// Parse reads a config from YAML (or JSON), fills defaults and validates it. Keys match
+// case-sensitively, as the API server matches a KafkaMirror's (sigs.k8s.io/json, which
+// it uses): `ConsumerGroup:` is an unknown field, not consumerGroup. Unknown and
+// duplicate fields are reported together with every validation problem, each with its
+// field path, so one run shows everything to fix.
 func Parse(data []byte) (*Config, error) {
-	var c Config
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return nil, fmt.Errorf("while parsing the mirror config: %w", err)
+	c, errs, err := Decode(data)
+	if err != nil {
+		return nil, err
 	}
 	c.Default()
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid mirror config: %w", err)
+	errs = append(errs, c.ValidateFields(nil)...)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("invalid mirror config: %w", errs.ToAggregate())
 	}
-	return &c, nil
+	return c, nil
+}
+
+// Decode reads a config from YAML (or JSON) without defaulting or validating it. A
+// document that is not YAML, or whose values have the wrong types, is an error; unknown
+// and duplicate fields (keys match case-sensitively) come back as field errors beside
+// the config decoded from the rest, so a caller can report them with the others.
+func Decode(data []byte) (*Config, field.ErrorList, error) {
+	var c Config
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("while parsing the mirror config: %w", err)
+	}
+	strict, err := kjson.UnmarshalStrict(j, &c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("while parsing the mirror config: %w", err)
+	}
+	var errs field.ErrorList
+	for _, e := range strict {
+		errs = append(errs, strictFieldError(e))
+	}
+	return &c, errs, nil
+}
+
+// strictFieldError turns an unknown or duplicate field into a field error on its path.
+func strictFieldError(e error) *field.Error {
+	var fe kjson.FieldError
+	if errors.As(e, &fe) && fe.FieldPath() != "" {
+		detail := "unknown field (keys are case-sensitive)"
+		if msg := e.Error(); len(msg) >= 9 && msg[:9] == "duplicate" {
+			detail = "duplicate field"
+		}
+		return field.Forbidden(field.NewPath(fe.FieldPath()), detail)
+	}
+	return field.InternalError(nil, e)
 }
 
 // Load reads, defaults and validates the config file at path.
