@@ -527,7 +527,24 @@ func TestValidateFieldsRoot(t *testing.T) {
 // A defaulted config renders (as the operator writes it into the ConfigMap) and parses
 // back to the same config, and defaulting twice changes nothing.
 func TestMarshalRoundTrip(t *testing.T) {
-	for name, y := range map[string]string{"minimal": minimal, "canonical": canonical} {
+	withSASL := strings.Replace(minimal, "source: {bootstrapServers: [\"source-kafka:9092\"]}",
+		"source: {bootstrapServers: [\"source-kafka:9092\"], tls: {caFiles: []}, sasl: {mechanism: OAUTHBEARER, "+
+			"oauth: {tokenUrl: \"https://idp/token\", clientId: c, clientSecretFile: /s, scopes: [], extensions: {}}}}", 1)
+	for name, y := range map[string]string{
+		"minimal":   minimal,
+		"canonical": canonical,
+		// Empty lists and maps that Marshal leaves out must read back the same (FuzzParse
+		// found `handlers: []` and then `exclude: []` turning into nil lists).
+		"empty handlers":            minimal + "handlers: []\n",
+		"empty exclude":             strings.Replace(minimal, `topics: {include: ["orders\\..*"]}`, `topics: {include: ["orders\\..*"], exclude: []}`, 1),
+		"empty handler args":        minimal + "handlers: [{name: identity, args: {}}]\n",
+		"empty listener args":       minimal + "rebalanceListener: {name: log, args: {}}\n",
+		"empty groups exclude":      minimal + "groups: {include: [\"app-.*\"], exclude: []}\n",
+		"empty tls and oauth lists": withSASL,
+		// An empty configExclude means "copy every config": it must not turn into the
+		// default list in the pod.
+		"empty configExclude": strings.Replace(minimal, `topics: {include: ["orders\\..*"]}`, `topics: {include: ["orders\\..*"], configExclude: []}`, 1),
+	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := Parse([]byte(y))
 			if err != nil {

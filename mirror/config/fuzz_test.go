@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -18,6 +19,10 @@ func FuzzParse(f *testing.F) {
 		minimal + "topics: {include: [a], rename: {template: 'x.{topic}'}}\n",
 		"",
 		minimal + "handlers: []\n",
+		// Found next: empty lists and maps that Marshal leaves out (testdata/fuzz/FuzzParse
+		// holds the original input, exclude: []).
+		minimal + "handlers: [{name: identity, args: {}}]\nrebalanceListener: {name: log, args: {}}\n",
+		strings.Replace(minimal, "topics: {include:", "topics: {exclude: [], configExclude: [], include:", 1),
 		"apiVersion: kafkamirror.io/v1alpha1\nkind: MirrorConfig\nsourCe: {bootstrapServers: [a:1]}\n",
 		"a: [",
 		"{}",

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
@@ -46,7 +48,41 @@ func Decode(data []byte) (*Config, field.ErrorList, error) {
 	for _, e := range strict {
 		errs = append(errs, strictFieldError(e))
 	}
+	dropEmpty(reflect.ValueOf(&c).Elem())
 	return &c, errs, nil
+}
+
+// dropEmpty sets every empty, non-nil list or map held by an omitempty field to nil,
+// throughout v: Marshal writes such a field as nothing, which reads back as nil, so the
+// config survives the trip through the ConfigMap (Marshal, then Decode in the pod)
+// unchanged. A field whose empty value means something (topics.configExclude) is not
+// omitempty, and is kept.
+func dropEmpty(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			dropEmpty(v.Elem())
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			dropEmpty(v.Index(i))
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f, fv := t.Field(i), v.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			_, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			omitEmpty := strings.Contains(","+opts+",", ",omitempty,")
+			if omitEmpty && (fv.Kind() == reflect.Slice || fv.Kind() == reflect.Map) && !fv.IsNil() && fv.Len() == 0 {
+				fv.SetZero()
+				continue
+			}
+			dropEmpty(fv)
+		}
+	}
 }
 
 // strictFieldError turns an unknown or duplicate field into a field error on its path.

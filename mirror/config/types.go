@@ -298,7 +298,7 @@ type Topics struct {
 	// (LogAppendTime would overwrite the mirrored timestamps, a bound on timestamp age
 	// would refuse a mirrored backlog) and tiered or removed storage settings. [""]
 	// copies every config.
-	ConfigExclude []string `json:"configExclude,omitempty"`
+	ConfigExclude []string `json:"configExclude"`
 }
 
 // Rename maps source topic names to target topic names. Set at most one field.
