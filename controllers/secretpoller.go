@@ -65,7 +65,8 @@ func (p *secretPoller) Start(ctx context.Context) error {
 // forgotten.
 func (p *secretPoller) poll(ctx context.Context, seen map[types.NamespacedName]string) {
 	var list v1alpha1.KafkaMirrorList
-	if err := p.mirrors.List(ctx, &list); err != nil {
+	// Read only, and only names are kept: no copy of every KafkaMirror each round.
+	if err := p.mirrors.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		p.log.Error(err, "Failed to list the KafkaMirrors whose Secrets are polled")
 		return
 	}
