@@ -115,7 +115,7 @@ rules_template() {
 rbac_templates() {
   local names want="$role_name $secret_role_name "
   names=$(role_names "$role")
-  [ "$names" = "$want" ] || fail "${role#"$root"/} holds the roles ${names:-none}, want $want(teach sync-chart.sh and the chart a new one)"
+  [ "$names" = "$want" ] || fail "${role#"$root"/} holds the roles ${names:-none}; want exactly $want(a new roleName needs sync-chart.sh and the chart taught about it)"
   rules_template "$role" managerRules ClusterRole "$role_name"
   rules_template "$role" secretReaderRules ClusterRole "$secret_role_name"
   rules_template "$rbac_dir/leader_election_role.yaml" leaderElectionRules Role
