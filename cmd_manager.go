@@ -77,6 +77,8 @@ holds operator and engine.`,
 	f.BoolVar(&o.pinUserID, "pin-user-id", true,
 		"run the mirror pods as UID/GID 65532 (the image's nonroot user); false leaves runAsUser, runAsGroup and fsGroup unset for the platform to assign (OpenShift restricted-v2)")
 	f.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "KafkaMirrors reconciled at once")
+	f.DurationVar(&o.SecretPollInterval, "secret-poll-interval", controllers.DefaultSecretPollInterval,
+		"how often the operator reads the metadata of the Secrets KafkaMirrors reference, to roll the mirror pods when one changes (it never lists or watches Secrets)")
 	f.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 0,
 		"requests per second the operator sends to the Kubernetes API server, in the cluster and with --kubeconfig alike; 0 sets no client-side limit (the API server's priority and fairness governs), as controller-runtime does in a cluster")
 	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "requests the operator may send at once above --kube-api-qps; 0: twice --kube-api-qps")

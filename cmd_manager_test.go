@@ -36,7 +36,7 @@ func TestManagerFlagDefaults(t *testing.T) {
 			want: map[string]string{"engine-image": defaultImageRepository + ":" + cli.Version(), "watch-namespace": "",
 				"leader-elect": "false", "metrics-bind-address": ":8080", "health-probe-bind-address": ":8081",
 				"metrics-secure": "true", "metrics-cert-dir": "", "allowed-bootstrap-servers": "", "pin-user-id": "true",
-				"kube-api-qps": "0", "kube-api-burst": "0"},
+				"kube-api-qps": "0", "kube-api-burst": "0", "secret-poll-interval": "30s"},
 		},
 		"from the environment": {
 			env: map[string]string{"KAFKA_MIRROR_IMAGE": "example.com/km:1", "WATCH_NAMESPACE": "a,b", "POD_NAMESPACE": "ops",

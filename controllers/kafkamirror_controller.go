@@ -18,8 +18,9 @@ import (
 // topics' partition counts in step with the source.
 type KafkaMirrorReconciler struct {
 	client.Client
-	// APIReader reads Secrets uncached: the operator watches Secret metadata only and
-	// keeps no Secret data in memory between reconciles.
+	// APIReader reads Secrets uncached, by name: the operator neither lists nor watches
+	// Secrets (secretPoller reads the metadata of the referenced ones) and keeps no
+	// Secret data in memory between reconciles.
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	// Recorder emits events; nil emits none.
@@ -48,8 +49,11 @@ type KafkaMirrorReconciler struct {
 }
 
 // Least privilege: server-side apply needs create and patch (no update); the status is
-// only patched; finalizers/update lets owner references block owner deletion; Secrets
-// are read, never written. TestLeaderElection runs the manager with exactly these rules.
+// only patched; finalizers/update lets owner references block owner deletion. Secrets
+// are only read by name (get, never list or watch), through a ClusterRole of their own,
+// kafka-mirror-secret-reader, so an install can bind it in the namespaces that hold
+// KafkaMirrors only (the chart's rbac.secretNamespaces). TestLeaderElection and
+// TestSecretsWithGetOnly run the manager with exactly these rules.
 //
 // +kubebuilder:rbac:groups=kafkamirror.io,resources=kafkamirrors,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kafkamirror.io,resources=kafkamirrors/status,verbs=get;patch
@@ -57,7 +61,7 @@ type KafkaMirrorReconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,roleName=kafka-mirror-secret-reader
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 

@@ -489,7 +489,7 @@ func TestSecretsAndCredentials(t *testing.T) {
 		t.Fatalf("the pods would roll while the Secret is missing (hash %s -> %s, err %v)", hash, d.Spec.Template.Annotations[ConfigHashAnnotation], err)
 	}
 
-	// A missing Secret is reported; creating it lets the mirror go on (Secret watch).
+	// A missing Secret is reported; creating it lets the mirror go on (the Secret poller).
 	create(t, testMirror(ns, "later", `secret\..*`, func(m *v1alpha1.KafkaMirror) {
 		m.Spec.Source = v1alpha1.ClusterSpec{
 			BootstrapServers: env.secure.ListenAddrs(),

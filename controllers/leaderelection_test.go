@@ -1,8 +1,12 @@
 package controllers
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 	"time"
@@ -13,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -22,9 +27,11 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 )
 
-// operatorIdentity binds the roles in config/rbac (the generated ClusterRole and the
-// leader-election Role) to a service account in ns and returns a client config acting
-// as it. Managers using it prove that the generated rules are enough.
+// operatorIdentity binds the roles in config/rbac to a service account in ns and returns
+// a client config acting as it: the generated manager ClusterRole cluster-wide, the
+// generated Secret reader in ns only (a RoleBinding, as the chart's rbac.secretNamespaces
+// binds it) and the leader-election Role. Managers using it prove that the generated rules
+// are enough. The cluster-scoped objects are named after ns, so tests may each have one.
 func operatorIdentity(t *testing.T, ns string) *rest.Config {
 	t.Helper()
 	ctx := context.Background()
@@ -42,23 +49,29 @@ func operatorIdentity(t *testing.T, ns string) *rest.Config {
 		t.Fatalf("listing KafkaMirrors as an unbound service account: %v, want forbidden", err)
 	}
 
-	role, leRole := &rbacv1.ClusterRole{}, &rbacv1.Role{}
-	for path, obj := range map[string]client.Object{"../config/rbac/role.yaml": role, "../config/rbac/leader_election_role.yaml": leRole} {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.UnmarshalStrict(data, obj); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+	roles := generatedClusterRoles(t)
+	manager, secretReader := roles["kafka-mirror-manager"], roles["kafka-mirror-secret-reader"]
+	if manager == nil || secretReader == nil || len(roles) != 2 {
+		t.Fatalf("config/rbac/role.yaml holds %d roles, want kafka-mirror-manager and kafka-mirror-secret-reader", len(roles))
+	}
+	manager.Name, secretReader.Name = ns+"-"+manager.Name, ns+"-"+secretReader.Name
+	leRole := &rbacv1.Role{}
+	data, err := os.ReadFile("../config/rbac/leader_election_role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, leRole); err != nil {
+		t.Fatalf("leader_election_role.yaml: %v", err)
 	}
 	leRole.Namespace = ns
 	subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}
 	for _, obj := range []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}},
-		role, leRole,
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kafka-mirror-manager-test"}, Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}},
+		manager, secretReader, leRole,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: manager.Name}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: manager.Name}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kafka-mirror-secret-reader"}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: secretReader.Name}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kafka-mirror-leader-election"}, Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leRole.Name}},
 	} {
@@ -66,6 +79,40 @@ func operatorIdentity(t *testing.T, ns string) *rest.Config {
 	}
 	testutil.Eventually(t, 90*time.Second, func() error { return as.List(ctx, &v1alpha1.KafkaMirrorList{}) })
 	return cfg
+}
+
+// generatedClusterRoles reads config/rbac/role.yaml, which controller-gen writes with one
+// ClusterRole per roleName of the +kubebuilder:rbac markers, by name.
+func generatedClusterRoles(t *testing.T) map[string]*rbacv1.ClusterRole {
+	t.Helper()
+	f, err := os.Open("../config/rbac/role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	roles := map[string]*rbacv1.ClusterRole{}
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	for {
+		doc, err := docs.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("config/rbac/role.yaml: %v", err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.UnmarshalStrict(doc, role); err != nil {
+			t.Fatalf("config/rbac/role.yaml: %v", err)
+		}
+		if role.Kind != "ClusterRole" || roles[role.Name] != nil {
+			t.Fatalf("config/rbac/role.yaml: a %s %q (twice?), want ClusterRoles", role.Kind, role.Name)
+		}
+		roles[role.Name] = role
+	}
+	return roles
 }
 
 // runningManager is one operator replica started by a test.

@@ -89,6 +89,10 @@ type ManagerOptions struct {
 	// restricted-v2 SCC, which refuses pinned IDs outside the namespace's range, assigns
 	// them. `kafka-mirror manager --pin-user-id=false` sets it.
 	LeaveUserIDUnset bool
+	// SecretPollInterval is how often the operator reads the metadata of the Secrets
+	// KafkaMirrors reference, to notice a change (a rotation rolls the mirror pods)
+	// with only `get` on Secrets. Default DefaultSecretPollInterval.
+	SecretPollInterval time.Duration
 	// SkipControllerNameValidation allows several managers in one process (tests).
 	SkipControllerNameValidation bool
 	// Logger is the manager's and the reconciler's logger.
@@ -213,21 +217,12 @@ func metricsOptions(o ManagerOptions) metricsserver.Options {
 }
 
 // SetupWithManager registers the controller: KafkaMirrors (spec changes only, so the
-// operator's own status writes do not loop), the children it owns, Secrets as
-// metadata (a Secret change re-reconciles the KafkaMirrors that reference it) and the
-// end of each topic sync, which runs off the workers.
+// operator's own status writes do not loop), the children it owns, a change to a
+// referenced Secret (found by secretPoller, which needs only `get` on Secrets, where a
+// watch would need list and watch on every Secret) and the end of each topic sync,
+// which runs off the workers.
 func (r *KafkaMirrorReconciler) SetupWithManager(mgr manager.Manager, o ManagerOptions) error {
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.KafkaMirror{}, secretIndex, func(obj client.Object) []string {
-		m, ok := obj.(*v1alpha1.KafkaMirror)
-		if !ok {
-			return nil
-		}
-		return secretNames(m)
-	})
-	if err != nil {
-		return fmt.Errorf("while indexing KafkaMirrors by Secret: %w", err)
-	}
-	err = mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.KafkaMirror{}, sourceServerIndex, func(obj client.Object) []string {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.KafkaMirror{}, sourceServerIndex, func(obj client.Object) []string {
 		m, ok := obj.(*v1alpha1.KafkaMirror)
 		if !ok {
 			return nil
@@ -248,6 +243,15 @@ func (r *KafkaMirrorReconciler) SetupWithManager(mgr manager.Manager, o ManagerO
 	})); err != nil {
 		return fmt.Errorf("while adding the Kafka client cache: %w", err)
 	}
+	secretChanged := make(chan event.GenericEvent)
+	poll := o.SecretPollInterval
+	if poll <= 0 {
+		poll = DefaultSecretPollInterval
+	}
+	if err := mgr.Add(&secretPoller{mirrors: mgr.GetClient(), secrets: r.APIReader, every: poll,
+		changed: secretChanged, log: mgr.GetLogger().WithName("secretpoller")}); err != nil {
+		return fmt.Errorf("while adding the Secret poller: %w", err)
+	}
 	skip := o.SkipControllerNameValidation
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.KafkaMirror{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, reconcileAnnotationChanged))).
@@ -255,7 +259,8 @@ func (r *KafkaMirrorReconciler) SetupWithManager(mgr manager.Manager, o ManagerO
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.mirrorsForSecret)).
+		// A referenced Secret changed (secretPoller).
+		WatchesRawSource(source.Channel(secretChanged, &handler.EnqueueRequestForObject{})).
 		// A finished topic sync (run off the workers) enqueues its KafkaMirror.
 		WatchesRawSource(source.Channel(r.syncs.done, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{
@@ -264,20 +269,6 @@ func (r *KafkaMirrorReconciler) SetupWithManager(mgr manager.Manager, o ManagerO
 			SkipNameValidation:      &skip,
 		}).
 		Complete(r)
-}
-
-// mirrorsForSecret maps a Secret to the KafkaMirrors in its namespace that reference it.
-func (r *KafkaMirrorReconciler) mirrorsForSecret(ctx context.Context, secret client.Object) []reconcile.Request {
-	var list v1alpha1.KafkaMirrorList
-	if err := r.List(ctx, &list, client.InNamespace(secret.GetNamespace()), client.MatchingFields{secretIndex: secret.GetName()}); err != nil {
-		logr.FromContextOrDiscard(ctx).Error(err, "Failed to list the KafkaMirrors referencing a Secret", "secret", client.ObjectKeyFromObject(secret))
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, m := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
-	}
-	return reqs
 }
 
 // reconcileAnnotationChanged lets through the updates that set, change or remove

@@ -49,9 +49,10 @@ func TestSecureMetrics(t *testing.T) {
 	// The operator's identity: the generated manager role and the metrics-auth role.
 	const operatorSA = "operator"
 	subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: operatorSA, Namespace: ns}}
-	managerRole, authRole, readerRole := &rbacv1.ClusterRole{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRole{}
+	managerRole, authRole, readerRole := generatedClusterRoles(t)["kafka-mirror-manager"], &rbacv1.ClusterRole{}, &rbacv1.ClusterRole{}
+	managerRole.Name = "t-metrics-" + managerRole.Name
+	create(t, managerRole)
 	for path, role := range map[string]*rbacv1.ClusterRole{
-		"../config/rbac/role.yaml":                managerRole,
 		"../config/rbac/metrics_auth_role.yaml":   authRole,
 		"../config/rbac/metrics_reader_role.yaml": readerRole,
 	} {

@@ -24,10 +24,6 @@ const (
 	caFile           = "ca.crt"
 	certFile         = corev1.TLSCertKey
 	keyFile          = corev1.TLSPrivateKeyKey
-
-	// secretIndex indexes KafkaMirrors by the names of the Secrets they reference, so a
-	// Secret event finds its KafkaMirrors without listing them all.
-	secretIndex = "spec.secretNames"
 )
 
 // secretVolume is one referenced Secret, mounted read-only into the mirror pods at
@@ -91,8 +87,8 @@ func keyOr(key, def string) string {
 	return key
 }
 
-// secretNames returns the names of the Secrets m references, sorted and unique: the
-// values of secretIndex.
+// secretNames returns the names of the Secrets m references, sorted and unique: what
+// secretPoller reads.
 func secretNames(m *v1alpha1.KafkaMirror) []string {
 	seen := map[string]bool{}
 	var names []string
@@ -137,15 +133,17 @@ func (f secretFiles) hash() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// missingSecretError says a referenced Secret or key does not exist (yet). It is not a
-// spec error: the user may create the Secret after the KafkaMirror.
+// missingSecretError says a referenced Secret or key does not exist (yet), or that the
+// operator may not read it. It is not a spec error: the user may create the Secret
+// after the KafkaMirror, and an administrator may grant the operator `get` on Secrets
+// in the namespace (secretPoller notices either).
 type missingSecretError struct{ msg string }
 
 func (e *missingSecretError) Error() string { return e.msg }
 
-// readSecretFiles reads the referenced Secret keys through r, an uncached reader:
-// Secrets are watched as metadata only, so the operator holds no Secret data between
-// reconciles.
+// readSecretFiles reads the referenced Secret keys through r, an uncached reader, by
+// name (RBAC `get` only): the operator neither lists nor watches Secrets and holds no
+// Secret data between reconciles.
 func readSecretFiles(ctx context.Context, r client.Reader, m *v1alpha1.KafkaMirror) (secretFiles, error) {
 	files := secretFiles{}
 	secrets := map[string]*corev1.Secret{}
@@ -154,8 +152,14 @@ func readSecretFiles(ctx context.Context, r client.Reader, m *v1alpha1.KafkaMirr
 		if !ok {
 			s = &corev1.Secret{}
 			if err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: v.secret}, s); err != nil {
-				if apierrors.IsNotFound(err) {
+				switch {
+				case apierrors.IsNotFound(err):
 					return nil, &missingSecretError{fmt.Sprintf("Secret %q (used by %s) does not exist", v.secret, v.field)}
+				case apierrors.IsForbidden(err):
+					// The API server's message names the operator's service account; this
+					// one says what to do.
+					return nil, &missingSecretError{fmt.Sprintf("the operator may not read Secret %q (used by %s): it needs get on Secrets in namespace %q "+
+						"(the Helm chart's rbac.secretNamespaces)", v.secret, v.field, m.Namespace)}
 				}
 				return nil, fmt.Errorf("while reading Secret %q: %w", v.secret, err)
 			}

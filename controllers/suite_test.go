@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/go-logr/logr"
@@ -120,6 +121,7 @@ func runSuite(m *testing.M) (int, error) {
 		AllowedEndpoints:             suiteAllowedEndpoints,
 		MetricsAddress:               "0",
 		HealthProbeAddress:           "0",
+		SecretPollInterval:           time.Second,
 		SkipControllerNameValidation: true,
 		Logger:                       log,
 	})

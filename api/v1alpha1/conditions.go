@@ -124,7 +124,8 @@ const (
 	// reached or refused the credentials.
 	ReasonTargetUnreachable = "TargetUnreachable"
 	// ReasonSecretNotFound (TopicsSynced=False, Ready=False): a referenced Secret or
-	// Secret key does not exist yet; the mirror is retried when it appears.
+	// Secret key does not exist yet, or the operator may not read it; the mirror is
+	// retried when it appears or becomes readable.
 	ReasonSecretNotFound = "SecretNotFound"
 
 	// ReasonProgressing (Reconciling=True): the operator is applying a change.

@@ -136,12 +136,57 @@ func TestInstallOnAPIServer(t *testing.T) {
 	t.Run("the operator runs as the namespaced chart's ServiceAccount", func(t *testing.T) {
 		runControllerAs(t, cfg, c, serviceAccountUser("ops-ns", "team-cd-kafka-mirror-operator"), []string{"team-c", "team-d"}, "team-d")
 	})
+	t.Run("chart with rbac.secretNamespaces: Secrets by name there only, never listed or watched", func(t *testing.T) {
+		checkSecretNamespaces(ctx, t, cfg, c)
+	})
 	t.Run("the metrics-reader role lets a scraper get /metrics", func(t *testing.T) {
 		checkMetricsReader(ctx, t, c)
 	})
 	t.Run("the admission policy refuses bootstrap servers outside the allow-list", func(t *testing.T) {
 		checkAdmissionPolicy(ctx, t, c)
 	})
+}
+
+// checkSecretNamespaces installs a cluster-wide release whose operator may read Secrets in
+// team-e only (rbac.secretNamespaces) and proves, as its ServiceAccount, that it cannot
+// read a Secret in another namespace, nor list or watch Secrets anywhere, while it runs a
+// KafkaMirror in team-e with its credentials from a Secret.
+func checkSecretNamespaces(ctx context.Context, t *testing.T, cfg *rest.Config, c client.Client) {
+	t.Helper()
+	createNamespaces(t, c, "ops-e", "team-e", "team-f")
+	applyAll(t, c, renderChart(t, "team-e", "ops-e", "rbac.secretNamespaces={team-e}", "crds.enabled=false",
+		"rbac.aggregatedRoles.enabled=false"))
+	sa := serviceAccountUser("ops-e", "team-e-kafka-mirror-operator")
+	waitForRBAC(ctx, t, c, sa, "team-e", rbacRule{resource: "secrets", verbs: []string{"get"}})
+	for _, namespace := range []string{"team-e", "team-f", "ops-e", ""} {
+		for _, verb := range allVerbs {
+			want := namespace == "team-e" && verb == "get"
+			if got := allowed(ctx, t, c, sa, namespace, "", "secrets", verb); got != want {
+				t.Errorf("%s may %s secrets in %q: %v, want %v", sa.name, verb, namespace, got, want)
+			}
+		}
+	}
+	// The same through the API, as the operator's own client would ask.
+	dbRoot := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-f", Name: "db-root"}, Data: map[string][]byte{"password": []byte("not-for-the-operator")}}
+	if err := c.Create(ctx, dbRoot); err != nil {
+		t.Fatal(err)
+	}
+	asOperator := rest.CopyConfig(cfg)
+	asOperator.Impersonate = rest.ImpersonationConfig{UserName: sa.name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.namespace, "system:authenticated"}}
+	as, err := client.New(asOperator, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := as.Get(ctx, client.ObjectKeyFromObject(dbRoot), &corev1.Secret{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the operator's ServiceAccount reading Secret team-f/db-root: %v, want forbidden", err)
+	}
+	for _, namespace := range []string{"team-e", ""} {
+		if err := as.List(ctx, &corev1.SecretList{}, client.InNamespace(namespace)); !apierrors.IsForbidden(err) {
+			t.Errorf("the operator's ServiceAccount listing Secrets in %q: %v, want forbidden", namespace, err)
+		}
+	}
+	runControllerAs(t, cfg, c, sa, nil, "team-e")
 }
 
 // startAPIServer starts kube-apiserver and etcd from $KUBEBUILDER_ASSETS.
@@ -273,10 +318,23 @@ type rbacRule struct {
 }
 
 // declaredRules reads config/rbac/role.yaml, the rules controller-gen collected from the
-// controllers' +kubebuilder:rbac markers, i.e. what the controller says it needs.
+// controllers' +kubebuilder:rbac markers, i.e. what the controller says it needs: the
+// manager's ClusterRole and the Secret reader's.
 func declaredRules(t *testing.T) []rbacRule {
 	t.Helper()
-	role := readObject(t, configPath(repoRoot(t), "RBAC_ROLE", "config/rbac/role.yaml"))
+	var out []rbacRule
+	for _, role := range generatedRoles(t) {
+		out = append(out, roleRules(t, role)...)
+	}
+	if len(out) == 0 {
+		t.Fatal("config/rbac/role.yaml declares no rules")
+	}
+	return out
+}
+
+// roleRules lists a (Cluster)Role's rules by group and resource.
+func roleRules(t *testing.T, role *unstructured.Unstructured) []rbacRule {
+	t.Helper()
 	var out []rbacRule
 	for _, r := range field(t, role, "rules").([]any) {
 		rule := r.(map[string]any)
@@ -286,11 +344,46 @@ func declaredRules(t *testing.T) []rbacRule {
 			}
 		}
 	}
-	if len(out) == 0 {
-		t.Fatal("config/rbac/role.yaml declares no rules")
-	}
 	return out
 }
+
+// generatedRoles reads config/rbac/role.yaml by role name: controller-gen writes one
+// ClusterRole per roleName of the markers, the manager's and the Secret reader's.
+func generatedRoles(t *testing.T) map[string]*unstructured.Unstructured {
+	t.Helper()
+	path := configPath(repoRoot(t), "RBAC_ROLE", "config/rbac/role.yaml")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	objs, err := decodeObjects(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	roles := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" || roles[o.GetName()] != nil {
+			t.Fatalf("%s holds a %s %q (twice?), want ClusterRoles", path, o.GetKind(), o.GetName())
+		}
+		roles[o.GetName()] = o
+	}
+	for _, name := range []string{managerRoleName, secretReaderRoleName} {
+		if roles[name] == nil {
+			t.Fatalf("%s has no ClusterRole %s; run make manifests", path, name)
+		}
+	}
+	if len(roles) != 2 {
+		t.Fatalf("%s holds %d ClusterRoles, want %s and %s (hack/sync-chart.sh and the chart know only those)", path, len(roles), managerRoleName, secretReaderRoleName)
+	}
+	return roles
+}
+
+// The ClusterRoles of config/rbac/role.yaml (the roleNames of the +kubebuilder:rbac markers).
+const (
+	managerRoleName      = "kafka-mirror-manager"
+	secretReaderRoleName = "kafka-mirror-secret-reader"
+)
 
 // checkAccess asserts that user may do every declared verb in namespace ("" is every
 // namespace) and none of the other common verbs on the same resources.

@@ -84,6 +84,8 @@ func TestChartDefaults(t *testing.T) {
 		"ClusterRole/" + fullname + "-metrics-auth",
 		"ClusterRoleBinding/" + fullname + "-metrics-auth",
 		"ClusterRole/" + fullname + "-metrics-reader",
+		"ClusterRole/" + fullname + "-secret-reader",
+		"ClusterRoleBinding/" + fullname + "-secret-reader",
 		"Role/" + fullname + "-leader-election",
 		"RoleBinding/" + fullname + "-leader-election",
 		"Service/" + fullname + "-metrics",
@@ -290,6 +292,26 @@ func TestChartValues(t *testing.T) {
 				if !slices.Contains(args, "--watch-namespace=team-a,team-b") {
 					t.Errorf("args %v lack --watch-namespace=team-a,team-b", args)
 				}
+			},
+		},
+		"watchNamespace grants Secret get in those namespaces only": {
+			set: []string{`watchNamespace=team-a\,team-b`},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				checkSecretReader(t, objs, "team-a", "team-b")
+			},
+		},
+		"rbac.secretNamespaces grants Secret get in those namespaces only": {
+			set: []string{"rbac.secretNamespaces={team-e,team-f}"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				checkSecretReader(t, objs, "team-e", "team-f")
+				// The other rules stay cluster-wide: the operator serves every namespace.
+				one(t, objs, "ClusterRoleBinding", fullname+"-manager")
+			},
+		},
+		"rbac.secretNamespaces wins over watchNamespace": {
+			set: []string{`watchNamespace=team-a\,team-b`, "rbac.secretNamespaces={team-b}"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				checkSecretReader(t, objs, "team-b")
 			},
 		},
 		"crds.keep=false lets helm uninstall delete the CRD": {
@@ -525,20 +547,26 @@ func TestChartMatchesConfig(t *testing.T) {
 	t.Run("RBAC rules", func(t *testing.T) {
 		rolePath := configPath(root, "RBAC_ROLE", "config/rbac/role.yaml")
 		rbacDir := filepath.Dir(rolePath)
+		generated := generatedRoles(t)
 		namespaced := renderChart(t, release, releaseNamespace, "watchNamespace=team-a")
 		for name, c := range map[string]struct {
 			file     string
+			want     *unstructured.Unstructured // nil: the one object in file
 			rendered *unstructured.Unstructured
 		}{
-			"manager ClusterRole":  {rolePath, one(t, objs, "ClusterRole", fullname+"-manager")},
-			"namespaced manager":   {rolePath, one(t, namespaced, "Role", fullname+"-manager")},
-			"leader-election Role": {filepath.Join(rbacDir, "leader_election_role.yaml"), one(t, objs, "Role", fullname+"-leader-election")},
-			"kafkamirror-view":     {filepath.Join(rbacDir, "kafkamirror_viewer_role.yaml"), one(t, objs, "ClusterRole", "kafkamirror-view")},
-			"kafkamirror-edit":     {filepath.Join(rbacDir, "kafkamirror_editor_role.yaml"), one(t, objs, "ClusterRole", "kafkamirror-edit")},
-			"metrics-auth":         {filepath.Join(rbacDir, "metrics_auth_role.yaml"), one(t, objs, "ClusterRole", fullname+"-metrics-auth")},
-			"metrics-reader":       {filepath.Join(rbacDir, "metrics_reader_role.yaml"), one(t, objs, "ClusterRole", fullname+"-metrics-reader")},
+			"manager ClusterRole":  {rolePath, generated[managerRoleName], one(t, objs, "ClusterRole", fullname+"-manager")},
+			"namespaced manager":   {rolePath, generated[managerRoleName], one(t, namespaced, "Role", fullname+"-manager")},
+			"Secret reader":        {rolePath, generated[secretReaderRoleName], one(t, objs, "ClusterRole", fullname+"-secret-reader")},
+			"leader-election Role": {filepath.Join(rbacDir, "leader_election_role.yaml"), nil, one(t, objs, "Role", fullname+"-leader-election")},
+			"kafkamirror-view":     {filepath.Join(rbacDir, "kafkamirror_viewer_role.yaml"), nil, one(t, objs, "ClusterRole", "kafkamirror-view")},
+			"kafkamirror-edit":     {filepath.Join(rbacDir, "kafkamirror_editor_role.yaml"), nil, one(t, objs, "ClusterRole", "kafkamirror-edit")},
+			"metrics-auth":         {filepath.Join(rbacDir, "metrics_auth_role.yaml"), nil, one(t, objs, "ClusterRole", fullname+"-metrics-auth")},
+			"metrics-reader":       {filepath.Join(rbacDir, "metrics_reader_role.yaml"), nil, one(t, objs, "ClusterRole", fullname+"-metrics-reader")},
 		} {
-			want := readObject(t, c.file)
+			want := c.want
+			if want == nil {
+				want = readObject(t, c.file)
+			}
 			if got := field(t, c.rendered, "rules"); !reflect.DeepEqual(got, field(t, want, "rules")) {
 				t.Errorf("chart %s rules differ from %s:\n got %v\nwant %v", name, c.file, got, want.Object["rules"])
 			}
@@ -568,4 +596,49 @@ func readObject(t *testing.T, path string) *unstructured.Unstructured {
 		t.Fatalf("%s: want one object, got %d (%v)", path, len(objs), err)
 	}
 	return objs[0]
+}
+
+// checkSecretReader asserts that objs grant the operator `get` on Secrets through a Role
+// and RoleBinding in each of namespaces, and no Secret access cluster-wide.
+func checkSecretReader(t *testing.T, objs []*unstructured.Unstructured, namespaces ...string) {
+	t.Helper()
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+		for _, o := range find(objs, kind) {
+			if o.GetName() == fullname+"-secret-reader" {
+				t.Errorf("%s %s grants Secrets cluster-wide; want Roles in %v only", kind, o.GetName(), namespaces)
+			}
+		}
+	}
+	for _, kind := range []string{"Role", "RoleBinding"} {
+		var in []string
+		for _, o := range find(objs, kind) {
+			if o.GetName() == fullname+"-secret-reader" {
+				in = append(in, o.GetNamespace())
+			}
+		}
+		if !slices.Equal(in, namespaces) {
+			t.Errorf("Secret reader %ss in %v, want %v", kind, in, namespaces)
+		}
+	}
+	for _, role := range find(objs, "Role") {
+		if role.GetName() != fullname+"-secret-reader" {
+			continue
+		}
+		want := map[string]any{"apiGroups": []any{""}, "resources": []any{"secrets"}, "verbs": []any{"get"}}
+		if rules := field(t, role, "rules").([]any); len(rules) != 1 || !reflect.DeepEqual(rules[0], want) {
+			t.Errorf("Secret reader Role in %s has rules %v, want only %v", role.GetNamespace(), rules, want)
+		}
+	}
+	for _, binding := range find(objs, "RoleBinding") {
+		if binding.GetName() != fullname+"-secret-reader" {
+			continue
+		}
+		if ref := field(t, binding, "roleRef").(map[string]any); ref["kind"] != "Role" || ref["name"] != fullname+"-secret-reader" {
+			t.Errorf("Secret reader RoleBinding in %s refers to %v", binding.GetNamespace(), ref)
+		}
+		subject := field(t, binding, "subjects").([]any)[0].(map[string]any)
+		if subject["name"] != fullname || subject["namespace"] != releaseNamespace {
+			t.Errorf("Secret reader RoleBinding in %s binds %v, want the operator's ServiceAccount %s/%s", binding.GetNamespace(), subject, releaseNamespace, fullname)
+		}
+	}
 }

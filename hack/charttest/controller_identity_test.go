@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -20,13 +22,16 @@ import (
 
 // runControllerAs runs the real operator (controllers.NewManager, with leader election)
 // against the API server as the chart's ServiceAccount, through impersonation, and checks
-// that it reconciles a KafkaMirror in namespace into its children and status. A missing
-// permission shows up as a child that never appears or a "forbidden" in the operator's log:
-// this is the chart's RBAC checked against what the controller really does, not against
-// what it declares.
-func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, user serviceAccount, watch []string, namespace string) {
+// that it reconciles a KafkaMirror in namespace into its children and status, with the
+// SASL password from a Secret, and that a rotation of the Secret rolls the mirror pods. A
+// missing permission shows up as a child that never appears, a condition that stays
+// false or a "forbidden" in the operator's log: this is the chart's RBAC checked against
+// what the controller really does, not against what it declares.
+func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, operator serviceAccount, watch []string, namespace string) {
 	t.Helper()
-	source, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders.created"))
+	const user, password = "mirror", "charttest-password"
+	source, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders.created"),
+		kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", user, password))
 	if err != nil {
 		t.Fatalf("while starting the source kfake cluster: %v", err)
 	}
@@ -39,8 +44,8 @@ func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, user servi
 
 	asOperator := rest.CopyConfig(cfg)
 	asOperator.Impersonate = rest.ImpersonationConfig{
-		UserName: user.name,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + user.namespace, "system:authenticated"},
+		UserName: operator.name,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + operator.namespace, "system:authenticated"},
 	}
 	logs := &testutil.SyncBuffer{}
 	const image = "registry.example/kafka-mirror:charttest"
@@ -50,7 +55,8 @@ func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, user servi
 		MetricsAddress:               "0",
 		HealthProbeAddress:           "0",
 		LeaderElection:               true,
-		LeaderElectionNamespace:      user.namespace,
+		LeaderElectionNamespace:      operator.namespace,
+		SecretPollInterval:           time.Second,
 		SkipControllerNameValidation: true,
 		Logger:                       funcr.New(func(prefix, args string) { fmt.Fprintf(logs, "%s %s\n", prefix, args) }, funcr.Options{}),
 	})
@@ -70,12 +76,18 @@ func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, user servi
 		}
 	}()
 
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "orders-source-creds"},
+		Data: map[string][]byte{"password": []byte(password)}}
+	if err := c.Create(ctx, secret); err != nil {
+		t.Fatalf("while creating the source credentials: %v", err)
+	}
 	mirror := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kafkamirror.io/v1alpha1",
 		"kind":       "KafkaMirror",
 		"metadata":   map[string]any{"name": "orders", "namespace": namespace},
 		"spec": map[string]any{
-			"source":   map[string]any{"bootstrapServers": toAny(source.ListenAddrs())},
+			"source": map[string]any{"bootstrapServers": toAny(source.ListenAddrs()), "sasl": map[string]any{
+				"mechanism": "SCRAM-SHA-512", "username": user, "passwordSecretRef": map[string]any{"name": secret.Name}}},
 			"target":   map[string]any{"bootstrapServers": toAny(target.ListenAddrs())},
 			"topics":   map[string]any{"include": []any{`orders\..*`}},
 			"replicas": int64(2),
@@ -83,6 +95,12 @@ func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, user servi
 	}}
 	// The CRD was applied a moment ago: wait until the API serves the kind.
 	testutil.Eventually(t, 45*time.Second, func() error { return c.Create(ctx, mirror.DeepCopy()) })
+	// The next operator a test runs (cluster-wide, perhaps) must not find this one's mirror.
+	defer func() {
+		if err := c.Delete(context.Background(), mirror.DeepCopy()); err != nil {
+			t.Errorf("while deleting KafkaMirror %s/%s: %v", namespace, mirror.GetName(), err)
+		}
+	}()
 
 	children := []struct {
 		gvk  schema.GroupVersionKind
@@ -125,10 +143,30 @@ func runControllerAs(t *testing.T, cfg *rest.Config, c client.Client, user servi
 		t.Errorf("mirror Deployment containers = %v, want the engine image %s", containers, image)
 	}
 
+	// A rotated Secret rolls the pods: the operator notices it with `get` alone.
+	hash := func() string {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "orders-mirror"}, deploy); err != nil {
+			return "unknown: " + err.Error()
+		}
+		h, _, _ := unstructured.NestedString(deploy.Object, "spec", "template", "metadata", "annotations", controllers.ConfigHashAnnotation)
+		return h
+	}
+	before := hash()
+	secret.Data["password"] = []byte("rotated")
+	if err := c.Update(ctx, secret); err != nil {
+		t.Fatalf("while rotating the source credentials: %v", err)
+	}
+	testutil.Eventually(t, 45*time.Second, func() error {
+		if after := hash(); after == before {
+			return fmt.Errorf("the mirror's pod template hash is still %s after the Secret was rotated", before)
+		}
+		return nil
+	})
+
 	lease := &unstructured.Unstructured{}
 	lease.SetGroupVersionKind(schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"})
-	if err := c.Get(ctx, client.ObjectKey{Namespace: user.namespace, Name: controllers.DefaultLeaderElectionID}, lease); err != nil {
-		t.Errorf("the operator holds no leader-election Lease in %s: %v", user.namespace, err)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: operator.namespace, Name: controllers.DefaultLeaderElectionID}, lease); err != nil {
+		t.Errorf("the operator holds no leader-election Lease in %s: %v", operator.namespace, err)
 	} else if holder, _, _ := unstructured.NestedString(lease.Object, "spec", "holderIdentity"); holder == "" {
 		t.Errorf("Lease %s has no holder", lease.GetName())
 	}
