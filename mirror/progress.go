@@ -205,7 +205,7 @@ func (k *progressKeeper) writeTopic() {
 	switch {
 	case err != nil && !wasFailing:
 		k.log.Error(err, "Failed to write the progress topic; retrying (the groups still hold the progress, but they expire after offsets.retention.minutes without the mirror running). "+
-			"With ACLs, grant the target principal Create, Describe, DescribeConfigs, Read and Write on the topic",
+			"With ACLs, grant the target principal Create, DescribeConfigs, Read and Write on the topic",
 			"progressTopic", k.topic.name)
 	case err == nil && wasFailing:
 		k.log.Info("Wrote the progress topic again", "progressTopic", k.topic.name)
@@ -409,7 +409,7 @@ func (k *progressKeeper) needsTopic(none []partitionKey, tgt *sarama.OffsetFetch
 func (k *progressKeeper) topicMarks(ctx context.Context) (map[partitionKey]position, error) {
 	marks, err := k.topic.read(ctx)
 	if errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
-		k.log.Error(err, "Cannot read the progress topic: grant the mirror's target principal Read and Describe on it; partitions no group has an offset for start at initialOffset",
+		k.log.Error(err, "Cannot read the progress topic: grant the mirror's target principal Read on it; partitions no group has an offset for start at initialOffset",
 			"progressTopic", k.topic.name, "initialOffset", k.initial)
 		return map[partitionKey]position{}, nil
 	}

@@ -113,10 +113,11 @@ type progressTopic struct {
 	log    logr.Logger
 
 	// The keeper's goroutine only: the producer and its client (nil until opened),
-	// when an open last failed, and what was last written per partition.
+	// when and why an open last failed, and what was last written per partition.
 	producer   sarama.SyncProducer
 	client     sarama.Client
 	openFailed time.Time
+	openErr    error
 	written    map[partitionKey]position
 
 	// readMu serialises reads; store is what was read so far, next the topic's next
@@ -137,14 +138,17 @@ func newProgressTopic(e *Engine, admin sarama.ClusterAdmin, reader sarama.Client
 // A failure is logged by the caller; the mirror goes on (the groups still hold the
 // progress).
 func (t *progressTopic) open() error {
-	if t.producer != nil || time.Since(t.openFailed) < progressTopicReopen {
+	switch {
+	case t.producer != nil:
 		return nil
+	case t.openErr != nil && time.Since(t.openFailed) < progressTopicReopen:
+		return t.openErr
 	}
-	err := t.tryOpen()
-	if err != nil {
+	t.openErr = t.tryOpen()
+	if t.openErr != nil {
 		t.openFailed = time.Now()
 	}
-	return err
+	return t.openErr
 }
 
 func (t *progressTopic) tryOpen() error {
@@ -173,13 +177,10 @@ func (t *progressTopic) tryOpen() error {
 }
 
 // write writes, in one request, the positions of latest that differ from what was last
-// written. Nothing is written while the topic is not open.
+// written, opening the topic first when needed.
 func (t *progressTopic) write(latest map[partitionKey]position) error {
 	if err := t.open(); err != nil {
 		return err
-	}
-	if t.producer == nil {
-		return nil
 	}
 	var msgs []*sarama.ProducerMessage
 	for tp, p := range latest {
@@ -193,6 +194,11 @@ func (t *progressTopic) write(latest map[partitionKey]position) error {
 		return nil
 	}
 	if err := t.producer.SendMessages(msgs); err != nil {
+		// sarama's ProducerErrors says only how many failed: name the first cause.
+		var perrs sarama.ProducerErrors
+		if errors.As(err, &perrs) && len(perrs) > 0 {
+			err = perrs[0].Err
+		}
 		return fmt.Errorf("while writing %d records to progress topic %q: %w", len(msgs), t.name, err)
 	}
 	for tp, p := range latest {

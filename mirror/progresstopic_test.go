@@ -156,41 +156,120 @@ func endOffset(t *testing.T, client sarama.Client, topic string) int64 {
 }
 
 // TestProgressTopicRefused runs a mirror whose target principal may not create the
-// progress topic (TOPIC_AUTHORIZATION_FAILED, a missing ACL): the mirror still mirrors
-// every record once, keeps its progress in the groups, and says once what to grant.
+// progress topic, or may not write to it (TOPIC_AUTHORIZATION_FAILED, a missing ACL):
+// the mirror still mirrors every record once, keeps its progress in the groups, and
+// says once what to grant, with the broker's reason.
 func TestProgressTopicRefused(t *testing.T) {
+	for name, refuse := range map[string]int16{"create": kmsg.CreateTopics.Int16(), "write": kmsg.Produce.Int16()} {
+		t.Run(name, func(t *testing.T) {
+			const partitions, n = 2, 200
+			c := newClusters(t, partitions)
+			cfg := c.testConfig(t)
+			topic := ProgressTopic(cfg.ConsumerGroup)
+			c.target.ControlKey(refuse, func(req kmsg.Request) (kmsg.Response, error, bool) {
+				c.target.KeepControl()
+				switch req := req.(type) {
+				case *kmsg.CreateTopicsRequest:
+					if len(req.Topics) != 1 || req.Topics[0].Topic != topic {
+						return nil, nil, false
+					}
+					resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+					rt := kmsg.NewCreateTopicsResponseTopic()
+					rt.Topic, rt.ErrorCode = topic, kerr.TopicAuthorizationFailed.Code
+					resp.Topics = append(resp.Topics, rt)
+					return resp, nil, true
+				case *kmsg.ProduceRequest:
+					if len(req.Topics) != 1 || req.Topics[0].Topic != topic {
+						return nil, nil, false
+					}
+					resp := req.ResponseKind().(*kmsg.ProduceResponse)
+					rt := kmsg.NewProduceResponseTopic()
+					rt.Topic = topic
+					for _, p := range req.Topics[0].Partitions {
+						rp := kmsg.NewProduceResponseTopicPartition()
+						rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					resp.Topics = append(resp.Topics, rt)
+					return resp, nil, true
+				}
+				return nil, nil, false
+			})
+			w := newWorkload(partitions)
+			w.produce(t, c.source, n)
+			logs, log := newLogLines(t)
+			r := startEngine(t, cfg, log)
+			got := readTarget(t, c.target, testTopic, w.total(), time.Second, time.Minute)
+			if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 {
+				t.Errorf("%d missing, %d duplicates, want 0 and 0", res.missing, res.duplicates)
+			}
+			testutil.WaitFor(t, 30*time.Second, "every partition committed", func() bool {
+				return len(progressOffsets(t, c, cfg.ConsumerGroup, partitions)) == partitions
+			})
+			// The keeper's next write of the progress topic, or the last at the stop.
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			if n := logs.count("Failed to write the progress topic", "grant the target principal Create", "not authorized"); n != 1 {
+				t.Errorf("%d log lines say the progress topic could not be written, why, and what to grant; want 1", n)
+			}
+			if n := logs.count("Wrote the progress topic again"); n != 0 {
+				t.Errorf("%d log lines say the progress topic was written again, though every write was refused", n)
+			}
+		})
+	}
+}
+
+// TestProgressTopicReadRefused starts a new mirror whose target principal may write the
+// progress topic but not read it (no Read ACL: TOPIC_AUTHORIZATION_FAILED on every
+// fetch). Waiting cannot help, so the partitions no group has an offset for start at
+// initialOffset at once, and the log says what to grant; a read that waited for an
+// answer would hold every session's Setup until its 30 s limit, again and again.
+func TestProgressTopicReadRefused(t *testing.T) {
 	const partitions, n = 2, 200
 	c := newClusters(t, partitions)
 	cfg := c.testConfig(t)
 	topic := ProgressTopic(cfg.ConsumerGroup)
-	c.target.ControlKey(kmsg.CreateTopics.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+	// A record of another topic in the progress topic, so that reading it takes a fetch.
+	other := newProgressTopic(&Engine{cfg: cfg, log: testLogger(t)}, targetAdmin(t, c), nil)
+	if err := other.write(map[partitionKey]position{{"other", 0}: {next: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	other.close()
+	c.target.ControlKey(kmsg.Fetch.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.target.KeepControl()
-		creq := req.(*kmsg.CreateTopicsRequest)
-		if len(creq.Topics) != 1 || creq.Topics[0].Topic != topic {
+		freq := req.(*kmsg.FetchRequest)
+		if len(freq.Topics) != 1 || freq.Topics[0].Topic != topic {
 			return nil, nil, false
 		}
-		resp := creq.ResponseKind().(*kmsg.CreateTopicsResponse)
-		rt := kmsg.NewCreateTopicsResponseTopic()
-		rt.Topic = topic
-		rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		resp := freq.ResponseKind().(*kmsg.FetchResponse)
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = topic, freq.Topics[0].TopicID
+		for _, fp := range freq.Topics[0].Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = fp.Partition
+			rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
 		resp.Topics = append(resp.Topics, rt)
 		return resp, nil, true
 	})
 	w := newWorkload(partitions)
 	w.produce(t, c.source, n)
 	logs, log := newLogLines(t)
+	started := time.Now()
 	r := startEngine(t, cfg, log)
 	got := readTarget(t, c.target, testTopic, w.total(), time.Second, time.Minute)
 	if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 {
 		t.Errorf("%d missing, %d duplicates, want 0 and 0", res.missing, res.duplicates)
 	}
-	testutil.WaitFor(t, 30*time.Second, "every partition committed", func() bool {
-		return len(progressOffsets(t, c, cfg.ConsumerGroup, partitions)) == partitions
-	})
+	if waited := time.Since(started); waited > resumeLookupLimit {
+		t.Errorf("the mirror took %v to mirror %d records: it waited for the unreadable progress topic (limit %v)", waited, w.total(), resumeLookupLimit)
+	}
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	if n := logs.count("Failed to write the progress topic", "grant the target principal Create"); n != 1 {
-		t.Errorf("%d log lines say the progress topic could not be written and what to grant, want 1", n)
+	if n := logs.count("Cannot read the progress topic", "grant"); n == 0 {
+		t.Errorf("no log line says the progress topic could not be read and what to grant")
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/realkafka"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -62,6 +63,7 @@ func mirrorACLs(group string, exactlyOnce bool) []aclRule {
 	}
 	topic, grp, cluster := kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeCluster
 	denied := "authoriz|permission|acl"
+	progress := mirror.ProgressTopic(group)
 	rules := []aclRule{
 		rule("source", topic, topicPrefix, true, kadm.OpRead, true, "", "source", "topic", denied),
 		rule("source", topic, topicPrefix, true, kadm.OpDescribeConfigs, false, "", "source", "topic", "config", denied),
@@ -73,6 +75,12 @@ func mirrorACLs(group string, exactlyOnce bool) []aclRule {
 		rule("target", topic, topicPrefix, true, kadm.OpDescribeConfigs, false, "", "target", "topic", "max.message.bytes", denied),
 		rule("target", topic, topicPrefix, true, kadm.OpAlterConfigs, false, "configs", "target", "topic", "config", denied),
 		rule("target", grp, group+".source-offsets", false, kadm.OpRead, false, "", "target", "group", denied),
+		// The progress topic: without any of these only the copy of the progress that
+		// outlives both groups' offset retention is missing.
+		rule("target", topic, progress, false, kadm.OpCreate, false, "", "progress topic", denied),
+		rule("target", topic, progress, false, kadm.OpDescribeConfigs, false, "", "progress topic", "config", denied),
+		rule("target", topic, progress, false, kadm.OpWrite, false, "", "progress topic", denied),
+		rule("target", topic, progress, false, kadm.OpRead, false, "", "progress topic", denied),
 		rule("target", cluster, "", false, kadm.OpDescribeConfigs, false, "", "target", "message.max.bytes", denied),
 	}
 	if exactlyOnce {
