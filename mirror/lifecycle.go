@@ -264,6 +264,10 @@ func (l *lifecycle) connect() (*connections, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The internal topics are read through this client (readTopicToEnd): a fetch error
+	// such as a missing Read ACL must reach the reader, not be logged by sarama and
+	// retried until the reader's time limit.
+	tc.Consumer.Return.Errors = true
 	tgtClient, err := kafka.NewClientFromConfig(l.cfg.Target, tc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, l.kafkaOpts...)...)
 	if err != nil {
 		return nil, err

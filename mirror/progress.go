@@ -1,8 +1,10 @@
 package mirror
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -61,6 +63,12 @@ func progressMetadata(topic string, partition int32) string {
 // target lacks is logged once and has no target-side progress. The entries' offsets
 // are source offsets, so this group's "lag" in tools means nothing.
 //
+// The group has no members, so Kafka expires it like the source group: with the same
+// offsets.retention.minutes on both clusters, after the same pause. The keeper
+// therefore also writes every partition's commit point to the compacted progress
+// topic (progresstopic.go), which is read for a partition neither group has an
+// offset of its incarnation for.
+//
 // Invariants:
 //   - An entry is an offset below which every record was acked by the target (or
 //     dropped on purpose): it is written after the source commit of the same commit
@@ -80,11 +88,17 @@ type progressKeeper struct {
 	target sarama.Client
 	log    logr.Logger
 
+	// topic is the progress topic (progresstopic.go), the copy no retention expires.
+	topic *progressTopic
+
 	mu      sync.Mutex
 	pending map[partitionKey]position // source partition -> next offset, not yet written
-	missing map[partitionKey]bool     // partitions the target has no key for, logged once
-	failing bool                      // the last write failed; logged once until it works again
-	wake    chan struct{}
+	// latest is every partition's last commit point, for the progress topic.
+	latest       map[partitionKey]position
+	missing      map[partitionKey]bool // partitions the target has no key for, logged once
+	failing      bool                  // the last write failed; logged once until it works again
+	topicFailing bool                  // the last write of the progress topic failed, likewise
+	wake         chan struct{}
 }
 
 func newProgressKeeper(e *Engine, sourceAdmin, targetAdmin sarama.ClusterAdmin, target sarama.Client) *progressKeeper {
@@ -98,7 +112,9 @@ func newProgressKeeper(e *Engine, sourceAdmin, targetAdmin sarama.ClusterAdmin, 
 		targetAdmin: targetAdmin,
 		target:      target,
 		log:         e.log.WithValues("progressGroup", ProgressGroup(e.cfg.ConsumerGroup)),
+		topic:       newProgressTopic(e, targetAdmin, target),
 		pending:     map[partitionKey]position{},
+		latest:      map[partitionKey]position{},
 		missing:     map[partitionKey]bool{},
 		wake:        make(chan struct{}, 1),
 	}
@@ -114,7 +130,8 @@ type position struct {
 // another incarnation (the topic was re-created: its offsets started again).
 func (p position) newer(cur position) bool { return p.next > cur.next || p.topicID != cur.topicID }
 
-// record queues the offsets just committed to the source group for the target.
+// record queues the offsets just committed to the source group for the target-side
+// group and the progress topic.
 func (k *progressKeeper) record(marks map[partitionKey]position) {
 	if len(marks) == 0 {
 		return
@@ -124,6 +141,7 @@ func (k *progressKeeper) record(marks map[partitionKey]position) {
 		if cur, ok := k.pending[tp]; !ok || p.newer(cur) {
 			k.pending[tp] = p
 		}
+		k.latest[tp] = p
 	}
 	k.mu.Unlock()
 	select {
@@ -132,25 +150,65 @@ func (k *progressKeeper) record(marks map[partitionKey]position) {
 	}
 }
 
+// recordTransaction notes an offset just committed in a transaction, which wrote the
+// target-side group itself, for the progress topic.
+func (k *progressKeeper) recordTransaction(tp partitionKey, p position) {
+	k.mu.Lock()
+	k.latest[tp] = p
+	k.mu.Unlock()
+}
+
 // run writes queued progress until stop is closed, then writes what is left (the
 // streams' last commits) once and returns; after abort it returns without writing, as
 // a killed process would. A failed write is kept and retried with the next commit; it
 // never stops the mirror, whose source group still holds the progress.
+//
+// It opens the progress topic first, and writes the moved commit points to it every
+// progressTopicInterval and once more after the last group write.
 func (k *progressKeeper) run(stop, abort <-chan struct{}) {
+	defer k.topic.close()
+	k.writeTopic()
+	tick := time.NewTicker(progressTopicInterval)
+	defer tick.Stop()
 	for {
 		select {
 		case <-abort:
 			return
 		case <-k.wake:
 			k.flushAndLog()
+		case <-tick.C:
+			k.writeTopic()
 		case <-stop:
 			select {
 			case <-abort:
 			default:
 				k.flushAndLog()
+				k.writeTopic()
 			}
 			return
 		}
+	}
+}
+
+// writeTopic writes every partition's last commit point that moved to the progress
+// topic (opening it first if needed). A failure is logged once until a write works
+// again; the points are written with the next one.
+func (k *progressKeeper) writeTopic() {
+	k.mu.Lock()
+	latest := maps.Clone(k.latest)
+	k.mu.Unlock()
+	err := k.topic.write(latest)
+	k.mu.Lock()
+	wasFailing := k.topicFailing
+	k.topicFailing = err != nil
+	k.mu.Unlock()
+	switch {
+	case err != nil && !wasFailing:
+		k.log.Error(err, "Failed to write the progress topic; retrying (the groups still hold the progress, but they expire after offsets.retention.minutes without the mirror running). "+
+			"With ACLs, grant the target principal Create, DescribeConfigs, Read and Write on the topic",
+			"progressTopic", k.topic.name)
+	case err == nil && wasFailing:
+		k.log.Info("Wrote the progress topic again", "progressTopic", k.topic.name)
 	}
 }
 
@@ -246,8 +304,9 @@ func (k *progressKeeper) requeue(batch map[partitionKey]position) {
 // resume runs in a session's Setup, before any claim starts consuming: for each
 // claimed partition the source group has no offset for, it moves the session's offset
 // to the target-side progress when there is one (sarama then starts the claim there
-// and the next commit writes it back to the source group), and otherwise logs that the
-// partition starts at initialOffset. It returns the partitions resumed from the target.
+// and the next commit writes it back to the source group), else to its record in the
+// progress topic (startWithoutGroups), and otherwise logs that the partition starts at
+// initialOffset. It returns the partitions resumed from the target.
 // A partition with a source group offset is left alone: that offset always wins, unless
 // it names another incarnation of the topic (incarnation.go). A position of another
 // incarnation, in either group, is never used: the partition starts at the beginning
@@ -268,23 +327,31 @@ func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, source sarama.
 		none  []partitionKey
 		stale map[partitionKey]string
 		tgt   *sarama.OffsetFetchResponse
+		marks map[partitionKey]position
 		err   error
 	}
+	ctx, cancel := context.WithTimeout(sess.Context(), resumeLookupLimit)
+	defer cancel()
 	done := make(chan found, 1)
 	go func() {
 		none, stale, tgt, err := k.lookup(sess.Claims(), ids)
-		done <- found{none, stale, tgt, err}
+		var marks map[partitionKey]position
+		if err == nil && k.needsTopic(none, tgt) {
+			marks, err = k.topicMarks(ctx)
+		}
+		done <- found{none, stale, tgt, marks, err}
 	}()
 	var f found
 	select {
 	case f = <-done:
 	case <-sess.Context().Done():
 		return nil, sess.Context().Err()
-	case <-time.After(resumeLookupLimit):
+	case <-ctx.Done():
 		f.err = fmt.Errorf("no answer within %v", resumeLookupLimit)
 	}
 	if f.err != nil {
-		return nil, fmt.Errorf("while reading the offsets of source group %q and target-side group %q: %w", k.sourceGroup, k.group, f.err)
+		return nil, fmt.Errorf("while reading the offsets of source group %q, target-side group %q and progress topic %q: %w",
+			k.sourceGroup, k.group, k.topic.name, f.err)
 	}
 	for tp, old := range f.stale {
 		if err := k.e.restartIncarnation(sess, source, tp, old, ids[tp.topic], "source group "+k.sourceGroup); err != nil {
@@ -309,10 +376,69 @@ func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, source sarama.
 				continue
 			}
 		}
-		log.Info("Started partition at initialOffset: neither the source group nor the target-side progress has an offset for it",
-			"topic", tp.topic, "partition", tp.partition, "initialOffset", k.initial, "group", k.sourceGroup, "progressGroup", k.group)
+		ok, err := k.startWithoutGroups(sess, source, tp, ids[tp.topic], f.marks, log)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			resumed = append(resumed, tp)
+		}
 	}
 	return resumed, nil
+}
+
+// needsTopic reports whether a partition the source group has no offset for has no
+// entry in the target-side group either (tgt, nil when it was not read): only then is
+// the progress topic read.
+func (k *progressKeeper) needsTopic(none []partitionKey, tgt *sarama.OffsetFetchResponse) bool {
+	for _, tp := range none {
+		b := blockOf(tgt, k.targetName(tp.topic), tp.partition)
+		if b == nil || !errors.Is(b.Err, sarama.ErrNoError) || b.Offset < 0 {
+			return true
+		}
+		if verdict, _ := judgeEntry(b.Metadata, progressMetadata(tp.topic, tp.partition), ""); verdict == entryForeign {
+			return true
+		}
+	}
+	return false
+}
+
+// topicMarks reads the progress topic (progressTopic.read) within ctx. When the
+// principal may not read it, waiting cannot help: it logs how to grant it and returns
+// no records, so the partitions start at initialOffset.
+func (k *progressKeeper) topicMarks(ctx context.Context) (map[partitionKey]position, error) {
+	marks, err := k.topic.read(ctx)
+	if errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+		k.log.Error(err, "Cannot read the progress topic: grant the mirror's target principal Read on it; partitions no group has an offset for start at initialOffset",
+			"progressTopic", k.topic.name, "initialOffset", k.initial)
+		return map[partitionKey]position{}, nil
+	}
+	return marks, err
+}
+
+// startWithoutGroups starts a claimed partition that no group has a position of its
+// incarnation for, by its record in the progress topic (marks): there when the record
+// is of the topic's current incarnation (or either ID is unknown), at the beginning of
+// the topic as it is now when the record is of another (restartIncarnation), and at
+// initialOffset, logged, when there is none. It reports whether the partition resumed
+// from the record.
+func (k *progressKeeper) startWithoutGroups(sess sarama.ConsumerGroupSession, source sarama.Client, tp partitionKey, currentID string,
+	marks map[partitionKey]position, log logr.Logger) (bool, error) {
+	p, ok := marks[tp]
+	switch {
+	case !ok:
+		log.Info("Started partition at initialOffset: neither the groups nor the progress topic have an offset for it",
+			"topic", tp.topic, "partition", tp.partition, "initialOffset", k.initial, "group", k.sourceGroup,
+			"progressGroup", k.group, "progressTopic", k.topic.name)
+		return false, nil
+	case currentID != "" && p.topicID != "" && p.topicID != currentID:
+		return false, k.e.restartIncarnation(sess, source, tp, p.topicID, currentID, "progress topic "+k.topic.name)
+	}
+	seek(sess, tp, p.next)
+	log.Info("Resumed from the progress topic: no group has an offset for this partition any more (expired or deleted)",
+		"topic", tp.topic, "partition", tp.partition, "offset", p.next, "topicId", p.topicID,
+		"group", k.sourceGroup, "progressGroup", k.group, "progressTopic", k.topic.name)
+	return true, nil
 }
 
 // lookup returns the claimed partitions the source group has no offset for, those

@@ -185,6 +185,8 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, source sarama.Cli
 	writers, tgt, src := f.writers, f.tgt, f.src
 	k := e.keeper
 	closeAll := f.closeAll
+	// The progress topic is read once, when a partition no group has an offset for needs it.
+	var marks map[partitionKey]position
 	for tp := range writers {
 		id := ids[tp.topic]
 		// The target entry: written in a transaction, or by an at-least-once run (a
@@ -228,8 +230,19 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, source sarama.Cli
 			log.Info("Started exactly-once from the source group's offset: the target holds no transaction of this partition yet",
 				"topic", tp.topic, "partition", tp.partition, "offset", srcOff)
 		default:
-			log.Info("Started partition at initialOffset: neither the target nor the source group has an offset for it",
-				"topic", tp.topic, "partition", tp.partition, "initialOffset", e.cfg.InitialOffset)
+			if marks == nil {
+				ctx, cancel := context.WithTimeout(sess.Context(), resumeLookupLimit)
+				marks, err = k.topicMarks(ctx)
+				cancel()
+				if err != nil {
+					err = fmt.Errorf("while reading the offsets of progress topic %q: %w", k.topic.name, err)
+					break
+				}
+			}
+			var resumed bool
+			if resumed, err = k.startWithoutGroups(sess, source, tp, id, marks, log); resumed {
+				e.parts.get(tp.topic, tp.partition).resumed.Add(1)
+			}
 		}
 		if err != nil {
 			closeAll()
@@ -888,6 +901,8 @@ func (t *txnClaim) commit() error {
 	if t.count == 0 {
 		return nil
 	}
+	// The progress topic's copy of the offset, for when the target-side group expired.
+	e.keeper.recordTransaction(partitionKey{c.topic, c.part.partition}, position{next: t.next, topicID: c.topicID})
 	if s := e.syncs; s != nil {
 		for _, l := range landed {
 			s.observe(c.part, c.tracker, l.source, l.target)

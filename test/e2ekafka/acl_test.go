@@ -4,6 +4,7 @@ package e2ekafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/realkafka"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -41,7 +44,7 @@ type aclRule struct {
 	// exercise prepares the new topic so that the mirror needs the ACL: "" (the target
 	// topic is left to topic sync), "expand" (the target topic exists with fewer
 	// partitions), "configs" (the source topic has a config the existing target topic
-	// lacks).
+	// lacks), "progress" (the progress topic exists: its configs are then checked).
 	exercise string
 }
 
@@ -62,6 +65,7 @@ func mirrorACLs(group string, exactlyOnce bool) []aclRule {
 	}
 	topic, grp, cluster := kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeCluster
 	denied := "authoriz|permission|acl"
+	progress := mirror.ProgressTopic(group)
 	rules := []aclRule{
 		rule("source", topic, topicPrefix, true, kadm.OpRead, true, "", "source", "topic", denied),
 		rule("source", topic, topicPrefix, true, kadm.OpDescribeConfigs, false, "", "source", "topic", "config", denied),
@@ -73,6 +77,12 @@ func mirrorACLs(group string, exactlyOnce bool) []aclRule {
 		rule("target", topic, topicPrefix, true, kadm.OpDescribeConfigs, false, "", "target", "topic", "max.message.bytes", denied),
 		rule("target", topic, topicPrefix, true, kadm.OpAlterConfigs, false, "configs", "target", "topic", "config", denied),
 		rule("target", grp, group+".source-offsets", false, kadm.OpRead, false, "", "target", "group", denied),
+		// The progress topic: without any of these only the copy of the progress that
+		// outlives both groups' offset retention is missing.
+		rule("target", topic, progress, false, kadm.OpCreate, false, "", "progress topic", denied),
+		rule("target", topic, progress, false, kadm.OpDescribeConfigs, false, "progress", "progress topic", "config", denied),
+		rule("target", topic, progress, false, kadm.OpWrite, false, "", "progress topic", denied),
+		rule("target", topic, progress, false, kadm.OpRead, false, "", "progress topic", denied),
 		rule("target", cluster, "", false, kadm.OpDescribeConfigs, false, "", "target", "message.max.bytes", denied),
 	}
 	if exactlyOnce {
@@ -234,6 +244,18 @@ func (s *scenario) prepare(exercise, topic string) {
 	case "expand":
 		createTopics(s.t, s.src, s.topics, 1, nil)
 		createTopics(s.t, s.dst, map[string]int32{topic: 1}, 1, nil)
+	case "progress":
+		createTopics(s.t, s.src, s.topics, 1, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		compact := "compact"
+		res, err := s.dst.Admin().CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &compact}, mirror.ProgressTopic(s.group))
+		if err == nil && !errors.Is(res.Err, kerr.TopicAlreadyExists) {
+			err = res.Err
+		}
+		if err != nil {
+			s.t.Fatalf("creating the progress topic: %v", err)
+		}
 	case "configs":
 		retention := "604800123" // a week and a bit: a value no default has
 		createTopics(s.t, s.src, s.topics, 1, map[string]*string{"retention.ms": &retention})
