@@ -71,6 +71,7 @@ func TestRenderConfig(t *testing.T) {
 					Delivery:                config.DeliveryAtLeastOnce,
 					TransactionInterval:     config.Duration{Duration: 100 * time.Millisecond},
 					Metrics:                 config.Metrics{Address: ":8080"},
+					Consumer:                &config.Consumer{GroupInstanceID: "${KAFKA_MIRROR_POD_NAME}"},
 				}
 				if !reflect.DeepEqual(c, want) {
 					t.Fatalf("rendered\n%+v\nwant\n%+v", c, want)
@@ -324,7 +325,8 @@ func TestMirrorDeployment(t *testing.T) {
 			check: func(t *testing.T, m *v1alpha1.KafkaMirror, d *deploymentView) {
 				ps := d.Spec.Template.Spec
 				expect(t, "spread", ps.TopologySpreadConstraints, m.Spec.Pod.TopologySpreadConstraints)
-				expect(t, "env", d.c.Env, m.Spec.Pod.Env)
+				expect(t, "env", d.c.Env[1:], m.Spec.Pod.Env)
+				expect(t, "pod name first", d.c.Env[0].Name+" from "+d.c.Env[0].ValueFrom.FieldRef.FieldPath, podNameEnv+" from metadata.name")
 				expect(t, "volumes", d.volumeNames(), []string{"config", "tmp", "extra-ca"})
 				expect(t, "extra mount", d.mounts()["extra-ca"], "/etc/ssl/extra")
 				expect(t, "config mount kept", d.mounts()["config"], "/etc/kafka-mirror/mirror.yaml")
@@ -523,7 +525,8 @@ func TestRenderClientTuning(t *testing.T) {
 	})
 	cfg := RenderConfig(m)
 	expect(t, "producer", *cfg.Producer, config.Producer{Compression: "zstd", FlushFrequency: config.Duration{Duration: 5 * time.Millisecond}, FlushBytes: 1 << 20, FlushMessages: 1000})
-	expect(t, "consumer", *cfg.Consumer, config.Consumer{FetchMinBytes: 1 << 10, FetchPartitionBytes: 4 << 20, FetchMaxWait: config.Duration{Duration: 200 * time.Millisecond}})
+	expect(t, "consumer", *cfg.Consumer, config.Consumer{FetchMinBytes: 1 << 10, FetchPartitionBytes: 4 << 20, FetchMaxWait: config.Duration{Duration: 200 * time.Millisecond},
+		GroupInstanceID: "${KAFKA_MIRROR_POD_NAME}"})
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("the engine rejects the rendered config: %v", err)
 	}

@@ -18,6 +18,10 @@ import (
 // the pod label spec.rack.topologyKey names; the rendered config's source.rack reads it.
 const rackEnv = "KAFKA_MIRROR_RACK"
 
+// podNameEnv is the environment variable holding the mirror pod's name, which the
+// engine joins the consumer group under (consumer.groupInstanceId).
+const podNameEnv = "KAFKA_MIRROR_POD_NAME"
+
 // defaultRackTopologyKey is the zone label Kubernetes copies from the node to the pod.
 const defaultRackTopologyKey = "topology.kubernetes.io/zone"
 
@@ -163,20 +167,23 @@ func engineArgs(m *v1alpha1.KafkaMirror) []string {
 	return args
 }
 
-// containerEnv is the mirror container's environment: the rack from the downward API
-// when spec.rack is set, then spec.pod.env.
+// containerEnv is the mirror container's environment: the pod's name (its static group
+// membership ID) and, when spec.rack is set, the rack from the downward API, then
+// spec.pod.env.
 func containerEnv(m *v1alpha1.KafkaMirror) []corev1.EnvVar {
-	if m.Spec.Rack == nil {
-		return m.Spec.Pod.Env
+	env := []corev1.EnvVar{{Name: podNameEnv, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"},
+	}}}
+	if m.Spec.Rack != nil {
+		key := m.Spec.Rack.TopologyKey
+		if key == "" {
+			key = defaultRackTopologyKey
+		}
+		env = append(env, corev1.EnvVar{Name: rackEnv, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['" + key + "']"},
+		}})
 	}
-	key := m.Spec.Rack.TopologyKey
-	if key == "" {
-		key = defaultRackTopologyKey
-	}
-	rack := corev1.EnvVar{Name: rackEnv, ValueFrom: &corev1.EnvVarSource{
-		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['" + key + "']"},
-	}}
-	return append([]corev1.EnvVar{rack}, m.Spec.Pod.Env...)
+	return append(env, m.Spec.Pod.Env...)
 }
 
 // deliveryTimeout is how long the engine of m waits for the target's acks, the longest

@@ -42,8 +42,9 @@ func TestRackAndPodOptionsReachTheAPIServer(t *testing.T) {
 		return get(cm, ns, name+"-mirror-config")
 	})
 	c := d.Spec.Template.Spec.Containers[0]
-	expect(t, "env names", []string{c.Env[0].Name, c.Env[1].Name}, []string{rackEnv, "GODEBUG"})
-	expect(t, "rack from the zone label", c.Env[0].ValueFrom.FieldRef.FieldPath, "metadata.labels['topology.kubernetes.io/zone']")
+	expect(t, "env names", []string{c.Env[0].Name, c.Env[1].Name, c.Env[2].Name}, []string{podNameEnv, rackEnv, "GODEBUG"})
+	expect(t, "pod name from the downward API", c.Env[0].ValueFrom.FieldRef.FieldPath, "metadata.name")
+	expect(t, "rack from the zone label", c.Env[1].ValueFrom.FieldRef.FieldPath, "metadata.labels['topology.kubernetes.io/zone']")
 	expect(t, "spread", d.Spec.Template.Spec.TopologySpreadConstraints[0].TopologyKey, defaultRackTopologyKey)
 	expect(t, "grace", *d.Spec.Template.Spec.TerminationGracePeriodSeconds, int64(400))
 	expect(t, "child label", d.Labels["cost-center"], "data")

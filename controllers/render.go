@@ -68,8 +68,11 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 			c.Producer.FlushFrequency.Duration = p.FlushFrequency.Duration
 		}
 	}
+	// Each pod is a static member of the group under its name, so that a container
+	// restarted after a crash or an OOM kill gets its partitions back at once.
+	c.Consumer = &config.Consumer{GroupInstanceID: "${" + podNameEnv + "}"}
 	if k := s.Consumer; k != nil {
-		c.Consumer = &config.Consumer{FetchMinBytes: k.FetchMinBytes, FetchPartitionBytes: k.FetchPartitionBytes}
+		c.Consumer.FetchMinBytes, c.Consumer.FetchPartitionBytes = k.FetchMinBytes, k.FetchPartitionBytes
 		if k.FetchMaxWait != nil {
 			c.Consumer.FetchMaxWait.Duration = k.FetchMaxWait.Duration
 		}

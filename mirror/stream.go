@@ -41,9 +41,14 @@ type stream struct {
 	id     int
 	log    logr.Logger
 	client sarama.Client // the group's own client, which commits
+	// instanceID is the stream's static membership ID ("" for a dynamic member).
+	instanceID string
 
 	mu  sync.Mutex
 	cur *sessionState
+	// memberID is the member ID of the stream's latest session: a static member leaves
+	// under it (leave).
+	memberID string
 }
 
 // sessionState is one group session (one generation) of a stream.
@@ -75,6 +80,8 @@ func (e *Engine) runStream(ctx context.Context, id int) error {
 	if err != nil {
 		return err
 	}
+	iid := instanceID(e.cfg, id)
+	cc.Consumer.Group.InstanceId = iid
 	if e.tune != nil {
 		e.tune(cc)
 	}
@@ -87,13 +94,17 @@ func (e *Engine) runStream(ctx context.Context, id int) error {
 	if err != nil {
 		return fmt.Errorf("while joining consumer group %q on the source cluster: %w", e.cfg.ConsumerGroup, err)
 	}
-	s := &stream{e: e, id: id, log: e.log.WithValues("stream", id), client: client}
+	s := &stream{e: e, id: id, log: e.log.WithValues("stream", id), client: client, instanceID: iid}
+	if iid != "" {
+		s.log = s.log.WithValues("groupInstanceId", iid)
+	}
 	errsDone := make(chan struct{})
 	go func() { defer close(errsDone); s.readErrors(group.Errors()) }()
 	defer func() {
 		if err := group.Close(); err != nil {
 			s.log.Error(err, "Failed to leave the consumer group")
 		}
+		s.leave()
 		<-errsDone
 	}()
 
@@ -125,6 +136,12 @@ func (e *Engine) runStream(ctx context.Context, id int) error {
 		case err == nil || ctx.Err() != nil || e.isFailed():
 			retry.reset()
 		case errors.Is(err, sarama.ErrClosedConsumerGroup):
+			return nil
+		case errors.Is(err, sarama.ErrFencedInstancedId):
+			// Rejoining would fence the other process in turn, and the two would take
+			// the partitions from each other for good.
+			e.fail(fmt.Errorf("another process joined consumer group %q on the source cluster as static member %q: consumer.groupInstanceId must differ between the processes of a group: %w",
+				e.cfg.ConsumerGroup, iid, err))
 			return nil
 		default:
 			wait := retry.next()
@@ -211,6 +228,7 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 	ss.final, ss.endFinals = afterEnd(sess.Context(), e.life.drainLimit+finalCommitLimit, e.abortCh)
 	s.mu.Lock()
 	s.cur = ss
+	s.memberID = sess.MemberID()
 	s.mu.Unlock()
 	go e.commitLoop(sess.Context(), ss)
 	// Partitions the source group has no offset for resume from the target-side

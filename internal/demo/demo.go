@@ -314,6 +314,9 @@ func (d *demo) mirrorConfig() *config.Config {
 		Handlers:             []config.HandlerSpec{{CEL: &config.CELHandler{Filter: celFilter}}},
 		Metrics:              config.Metrics{Address: d.metricsAddr},
 		Groups:               &config.Groups{Include: []string{appGroup}, SyncInterval: config.Duration{Duration: groupSyncInterval}},
+		// A static member: the engine restarted after the kill takes its old place in
+		// the group at once.
+		Consumer: &config.Consumer{GroupInstanceID: "demo-engine"},
 	}
 	if d.opts.ExactlyOnce {
 		cfg.Delivery = config.DeliveryExactlyOnce
@@ -615,7 +618,7 @@ func (d *demo) watch(ctx context.Context) error {
 		}
 		d.mu.Unlock()
 		if resumed {
-			d.view.event("The restarted engine is mirroring again, %.1fs after its start: the group waited for the killed member's session to time out before it handed its partitions over.",
+			d.view.event("The restarted engine is mirroring again, %.1fs after its start: it rejoined the group under its static instance ID (consumer.groupInstanceId), so it got its partitions back without waiting for the killed member's session to time out.",
 				time.Since(restartedAt).Seconds())
 		}
 		d.view.show(progress{

@@ -185,6 +185,18 @@ type Consumer struct {
 	FetchPartitionBytes int32 `json:"fetchPartitionBytes,omitempty"`
 	// FetchMaxWait is how long the broker may wait for fetchMinBytes. Default 500ms.
 	FetchMaxWait Duration `json:"fetchMaxWait,omitempty"`
+	// GroupInstanceID makes each stream a static member of the consumer group
+	// (KIP-345): stream i joins as "<groupInstanceId>-<i>". A process restarted after a
+	// crash with the same ID gets its partitions back at once instead of after the
+	// killed member's session timed out. On a clean stop the engine drains, commits and
+	// removes its static members, so the others take over at once. Every process of
+	// the group needs its own ID. "${NAME}" reads it from the environment variable NAME
+	// (the operator sets it to the pod's name). Empty: dynamic membership.
+	GroupInstanceID string `json:"groupInstanceId,omitempty"`
+	// SessionTimeout is how long the group coordinator waits for a silent member
+	// (killed, or cut off) before it gives the member's partitions to the others.
+	// Between 6s and 30m. Default 10s.
+	SessionTimeout Duration `json:"sessionTimeout,omitempty"`
 }
 
 // Cluster says how to reach one Kafka cluster.

@@ -325,12 +325,26 @@ func (c *Config) validateClientTuning(root *field.Path) field.ErrorList {
 		if w := k.FetchMaxWait.Duration; w < 0 || w > maxFetchWait {
 			errs = append(errs, field.Invalid(cp.Child("fetchMaxWait"), k.FetchMaxWait.String(), "must be between 0 and "+maxFetchWait.String()+": a longer wait delays the drain before a rebalance"))
 		}
+		if t := k.SessionTimeout.Duration; t != 0 && (t < minSessionTimeout || t > maxSessionTimeout) {
+			errs = append(errs, field.Invalid(cp.Child("sessionTimeout"), k.SessionTimeout.String(),
+				"must be between "+minSessionTimeout.String()+" and "+maxSessionTimeout.String()+" (the broker's group.min.session.timeout.ms and group.max.session.timeout.ms defaults)"))
+		}
+		if id := k.GroupInstanceID; id != "" && strings.TrimSpace(id) != id {
+			errs = append(errs, field.Invalid(cp.Child("groupInstanceId"), id, "must not begin or end with spaces"))
+		}
 	}
 	return errs
 }
 
 // maxFetchWait bounds consumer.fetchMaxWait: a fetch in flight holds up a drain.
 const maxFetchWait = 10 * time.Second
+
+// minSessionTimeout and maxSessionTimeout bound consumer.sessionTimeout: a broker with
+// default settings refuses a member whose timeout lies outside them.
+const (
+	minSessionTimeout = 6 * time.Second
+	maxSessionTimeout = 30 * time.Minute
+)
 
 // validateDelivery checks delivery and transactionInterval. exactlyOnce keeps one
 // transaction per source partition whose records all go to the same-numbered target

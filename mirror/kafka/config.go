@@ -96,11 +96,15 @@ func NewConfig(cl config.Cluster, opts ...Option) (*sarama.Config, error) {
 
 // ResolveRack returns the rack a Cluster's rack field names: the value itself, or for
 // "${NAME}" the environment variable NAME ("" when unset).
-func ResolveRack(rack string) string {
-	if name, ok := strings.CutPrefix(rack, "${"); ok && strings.HasSuffix(name, "}") {
+func ResolveRack(rack string) string { return ResolveEnv(rack) }
+
+// ResolveEnv returns the value a config field names: the value itself, or for "${NAME}"
+// the environment variable NAME ("" when unset).
+func ResolveEnv(v string) string {
+	if name, ok := strings.CutPrefix(v, "${"); ok && strings.HasSuffix(name, "}") {
 		return os.Getenv(strings.TrimSuffix(name, "}"))
 	}
-	return rack
+	return v
 }
 
 func tlsConfig(t *config.TLS, o options) (*tls.Config, error) {

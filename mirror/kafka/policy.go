@@ -135,6 +135,10 @@ func ConsumerConfig(c *config.Config, opts ...Option) (*sarama.Config, error) {
 		if k.FetchMaxWait.Duration > 0 {
 			co.MaxWaitTime = k.FetchMaxWait.Duration
 		}
+		if t := k.SessionTimeout.Duration; t > 0 {
+			co.Group.Session.Timeout = t
+			co.Group.Heartbeat.Interval = min(co.Group.Heartbeat.Interval, t/3)
+		}
 	}
 	if c.NoDataLossEnabled() {
 		co.IsolationLevel = sarama.ReadCommitted
