@@ -23,6 +23,8 @@ type demoOptions struct {
 	activeActive bool
 	// exactlyOnce runs the engine with delivery exactlyOnce (demo.Options.ExactlyOnce).
 	exactlyOnce bool
+	// kafka is embedded (kfake) or real (Apache Kafka from the cache; demo.Options.RealKafka).
+	kafka string
 }
 
 func newDemoCommand() *cobra.Command {
@@ -69,12 +71,21 @@ once, so a single duplicate fails the demo.`,
   kafka-mirror demo --active-active
 
   # The kill scene with delivery exactlyOnce: 0 duplicates after the kill
-  kafka-mirror demo --exactly-once`,
+  kafka-mirror demo --exactly-once
+
+  # The same scenes on two real Apache Kafka brokers (make kafka fetches the jars once)
+  kafka-mirror demo --kafka real`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			records, err := o.recordCount(cmd.Flags().Changed("records"))
 			if err != nil {
 				return err
+			}
+			if o.kafka != "embedded" && o.kafka != "real" {
+				return fmt.Errorf("--kafka %q: want embedded (kfake clusters inside this process) or real (Apache Kafka brokers from the jars make kafka fetches)", o.kafka)
+			}
+			if o.kafka == "real" && o.activeActive {
+				return errors.New("--kafka real plays the main scene only; the active-active scene runs on embedded clusters")
 			}
 			self, err := os.Executable()
 			if err != nil {
@@ -106,6 +117,7 @@ once, so a single duplicate fails the demo.`,
 				Rate:        o.rate,
 				KeepRunning: o.keepRunning,
 				ExactlyOnce: o.exactlyOnce,
+				RealKafka:   o.kafka == "real",
 				Engine:      func(args ...string) *exec.Cmd { return exec.Command(self, args...) },
 				Out:         out,
 				TTY:         tty,
@@ -130,6 +142,7 @@ once, so a single duplicate fails the demo.`,
 	f.BoolVar(&o.exactlyOnce, "exactly-once", false, "run the engine with delivery exactlyOnce and audit the target read_committed: the report must show 0 duplicates after the kill")
 	cmd.MarkFlagsMutuallyExclusive("active-active", "keep-running")
 	cmd.MarkFlagsMutuallyExclusive("active-active", "exactly-once")
+	f.StringVar(&o.kafka, "kafka", "embedded", "the clusters: embedded (kfake inside this process, nothing to download) or real (two single-broker Apache Kafka clusters, JVMs from the jars `make kafka` fetches; about 10 s more)")
 	return cmd
 }
 

@@ -325,3 +325,18 @@ func checkReportTimeLast(t *testing.T, text string) {
 		}
 	}
 }
+
+func TestDemoKafkaFlag(t *testing.T) {
+	for args, want := range map[string]string{
+		"demo --kafka docker":               `--kafka "docker": want embedded`,
+		"demo --kafka real --active-active": "--kafka real plays the main scene only",
+	} {
+		root := newRootCommand()
+		root.SetOut(&bytes.Buffer{})
+		root.SetErr(&bytes.Buffer{})
+		root.SetArgs(strings.Fields(args))
+		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error = %v, want one containing %q", args, err, want)
+		}
+	}
+}

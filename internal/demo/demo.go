@@ -59,6 +59,9 @@ type Options struct {
 	// ExactlyOnce runs the engine with delivery exactlyOnce and audits the target as a
 	// read_committed consumer: then a duplicate breaks the promise too.
 	ExactlyOnce bool
+	// RealKafka plays the scenes on two single-broker Apache Kafka clusters (JVMs from
+	// the jars `make kafka` fetched into the cache) instead of embedded kfake clusters.
+	RealKafka bool
 }
 
 // The demo's topics: different partition counts, one topic expanded mid-run, one
@@ -247,16 +250,23 @@ type demo struct {
 	result   *Result
 }
 
-func (d *demo) startClusters(context.Context) error {
-	c, err := startClusters(1)
+func (d *demo) startClusters(ctx context.Context) error {
+	var c *clusters
+	var err error
+	if d.opts.RealKafka {
+		d.view.event("Starting two Apache Kafka clusters (a JVM each: 10-30 s)...")
+		c, err = startRealClusters(ctx)
+	} else {
+		c, err = startClusters(1)
+	}
 	if err != nil {
 		return err
 	}
 	d.clusters = c
-	d.srcBrokers = c.source.ListenAddrs()
-	d.dstBrokers = c.target.ListenAddrs()
-	d.view.event("Started the source cluster on %s and the target cluster on %s (embedded kfake brokers).",
-		strings.Join(d.srcBrokers, ","), strings.Join(d.dstBrokers, ","))
+	d.srcBrokers = c.source
+	d.dstBrokers = c.target
+	d.view.event("Started the source cluster on %s and the target cluster on %s (%s).",
+		strings.Join(d.srcBrokers, ","), strings.Join(d.dstBrokers, ","), c.kind)
 	src := config.Cluster{BootstrapServers: d.srcBrokers, ClientID: "kafka-mirror-demo"}
 	dst := config.Cluster{BootstrapServers: d.dstBrokers, ClientID: "kafka-mirror-demo"}
 	if d.srcAdmin, err = kafka.NewClusterAdmin(src, kafka.WithRole(kafka.RoleSource)); err != nil {
