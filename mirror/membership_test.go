@@ -28,18 +28,14 @@ func staticMember(id string) func(*config.Config) {
 	}
 }
 
-// TestStaticMemberGetsItsPartitionsBackAfterACrash kills one of two static members and
-// starts it again under the same instance ID: it mirrors again at once (a new dynamic
-// member, or a replacement pod with another name, waits the minute of the rebalance
-// timeout for the killed member's place: tried, the 30 s ceiling fails), the other
-// member sees at most one prompt rebalance, and nothing is lost (issue 28 item 4).
-func TestStaticMemberGetsItsPartitionsBackAfterACrash(t *testing.T) {
-	const partitions = 4
+// twoStaticMembers starts engines a and b as static members pod-a and pod-b of one group
+// with slowGroup's timings, and records flowing on partitions source partitions, and
+// returns once both mirror.
+func twoStaticMembers(t *testing.T, partitions int32) (*testClusters, *workload, *runningEngine, *runningEngine, func()) {
 	c := newClusters(t, partitions)
 	w := newWorkload(partitions)
 	w.produce(t, c.source, 500)
 	slow := func(o *options) { o.tuneSarama = slowGroup }
-
 	a := startEngine(t, c.testConfig(t, staticMember("pod-a")), testLogger(t).WithName("a"), slow)
 	testutil.WaitFor(t, 60*time.Second, "engine a mirroring", func() bool { return a.e.Stats().Records >= 1_000 })
 	b := startEngine(t, c.testConfig(t, staticMember("pod-b")), testLogger(t).WithName("b"), slow)
@@ -47,6 +43,18 @@ func TestStaticMemberGetsItsPartitionsBackAfterACrash(t *testing.T) {
 	testutil.WaitFor(t, 60*time.Second, "both engines mirroring", func() bool {
 		return a.e.Stats().Records >= 2_000 && b.e.Stats().Records >= 200
 	})
+	return c, w, a, b, stopProducing
+}
+
+// TestStaticMemberGetsItsPartitionsBackAfterACrash kills one of two static members and
+// starts it again under the same instance ID: it mirrors again at once (a new dynamic
+// member, or a replacement pod with another name, waits the minute of the rebalance
+// timeout for the killed member's place: tried, the 30 s ceiling fails), the other
+// member sees at most one prompt rebalance, and nothing is lost (issue 28 item 4).
+func TestStaticMemberGetsItsPartitionsBackAfterACrash(t *testing.T) {
+	const partitions = 4
+	c, w, a, b, stopProducing := twoStaticMembers(t, partitions)
+	slow := func(o *options) { o.tuneSarama = slowGroup }
 	bSessions := b.e.Stats().Rebalances
 
 	a.e.Abort()
@@ -86,18 +94,7 @@ func TestStaticMemberGetsItsPartitionsBackAfterACrash(t *testing.T) {
 // nothing lost or duplicated. Without the leave the test times out (tried).
 func TestStaticMemberHandsOverAtOnceOnACleanStop(t *testing.T) {
 	const partitions = 4
-	c := newClusters(t, partitions)
-	w := newWorkload(partitions)
-	w.produce(t, c.source, 500)
-	slow := func(o *options) { o.tuneSarama = slowGroup }
-
-	a := startEngine(t, c.testConfig(t, staticMember("pod-a")), testLogger(t).WithName("a"), slow)
-	testutil.WaitFor(t, 60*time.Second, "engine a mirroring", func() bool { return a.e.Stats().Records >= 1_000 })
-	b := startEngine(t, c.testConfig(t, staticMember("pod-b")), testLogger(t).WithName("b"), slow)
-	stopProducing := w.background(t, c.source, 200, 20*time.Millisecond)
-	testutil.WaitFor(t, 60*time.Second, "both engines mirroring", func() bool {
-		return a.e.Stats().Records >= 2_000 && b.e.Stats().Records >= 200
-	})
+	c, w, a, b, stopProducing := twoStaticMembers(t, partitions)
 	if err := b.stop(t); err != nil {
 		t.Fatalf("engine b: %v", err)
 	}
