@@ -3,6 +3,8 @@ package mirror
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -96,4 +98,91 @@ func leaveGroup(client sarama.Client, group, member, iid string) error {
 		}
 	}
 	return nil
+}
+
+// checkStaticAssignment looks, once the first session of a static stream started, for
+// partitions of the subscribed topics that no member of the group owns. A static member
+// that rejoins in its old place gets its old assignment back without a rebalance, which
+// names no partition added while it was away, and sarama rejoins only for partition
+// counts that change during a session: such partitions would wait for good. When the
+// group is stable and one is unowned, the stream ends its session (drained and
+// committed) and leaves, so that it joins again as a new member and the group
+// rebalances over every partition.
+func (s *stream) checkStaticAssignment(sess sarama.ConsumerGroupSession) {
+	s.mu.Lock()
+	topics, end := s.subscribed, s.endSession
+	s.mu.Unlock()
+	unowned, err := unownedPartitions(s.client, s.e.cfg.ConsumerGroup, topics)
+	if err != nil {
+		s.log.V(1).Info("Could not check the group's assignment after a static rejoin", "error", err.Error())
+		return
+	}
+	if len(unowned) == 0 || sess.Context().Err() != nil {
+		return
+	}
+	s.log.Info("Rejoining the consumer group as a new member: it kept an assignment from before partitions were added, and no member owns them",
+		"group", s.e.cfg.ConsumerGroup, "unowned", strings.Join(unowned, ","))
+	s.mu.Lock()
+	s.rejoin = true
+	s.mu.Unlock()
+	end()
+}
+
+// takeRejoin reports, once, whether checkStaticAssignment asked for a rejoin.
+func (s *stream) takeRejoin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rejoin
+	s.rejoin = false
+	return r
+}
+
+// unownedPartitions lists the partitions of topics that no member of the stable group
+// owns, as topic/partition; none while the group rebalances (the rebalance assigns
+// every partition).
+func unownedPartitions(client sarama.Client, group string, topics []string) ([]string, error) {
+	coord, err := client.Coordinator(group)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := coord.DescribeGroups(&sarama.DescribeGroupsRequest{Version: 0, Groups: []string{group}})
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Groups) != 1 {
+		return nil, fmt.Errorf("the coordinator described %d groups, want 1", len(resp.Groups))
+	}
+	g := resp.Groups[0]
+	if !errors.Is(g.Err, sarama.ErrNoError) {
+		return nil, g.Err
+	}
+	if g.State != "Stable" {
+		return nil, nil
+	}
+	owned := map[partitionKey]bool{}
+	for _, m := range g.Members {
+		a, err := m.GetMemberAssignment()
+		if err != nil || a == nil {
+			return nil, fmt.Errorf("while reading a member's assignment: %w", err)
+		}
+		for topic, parts := range a.Topics {
+			for _, p := range parts {
+				owned[partitionKey{topic, p}] = true
+			}
+		}
+	}
+	var unowned []string
+	for _, topic := range topics {
+		parts, err := client.Partitions(topic)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range parts {
+			if !owned[partitionKey{topic, p}] {
+				unowned = append(unowned, fmt.Sprintf("%s/%d", topic, p))
+			}
+		}
+	}
+	slices.Sort(unowned)
+	return unowned, nil
 }

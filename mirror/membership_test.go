@@ -181,3 +181,48 @@ func TestReplacementOfAKilledStaticMember(t *testing.T) {
 	t.Logf("replacement under a new ID: every record on the target %v after its start (the killed member's 6 s session), %d records, 0 lost, %d duplicates",
 		time.Since(started).Round(time.Millisecond), res.records, res.duplicates)
 }
+
+// TestStaticMemberRestartedAfterTheSourceGrew kills a static member, adds partitions to
+// the source topic while it is down and starts it again under its ID: the coordinator
+// hands the returning member its old assignment without a rebalance, which names none of
+// the new partitions, and the member's own metadata already shows them, so sarama sees no
+// change to rejoin for. The engine must notice the unowned partitions and have the group
+// assign them: every record of the new partitions reaches the target.
+func TestStaticMemberRestartedAfterTheSourceGrew(t *testing.T) {
+	const before, after = 2, 4
+	c := newClusters(t, before)
+	w := newWorkload(before)
+	w.produce(t, c.source, 300)
+	a := startEngine(t, c.testConfig(t, staticMember("pod-a")), testLogger(t).WithName("a"))
+	testutil.WaitFor(t, 60*time.Second, "engine a mirroring", func() bool { return a.e.Stats().Records >= 600 })
+	a.e.Abort()
+	if err := a.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("Run after Abort = %v, want nil", err)
+	}
+	if err := sourceAdmin(t, c).CreatePartitions(testTopic, after, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	w.partitions = after
+	w.next = append(w.next, make([]int, after-before)...)
+	w.produce(t, c.source, 200)
+
+	a2 := startEngine(t, c.testConfig(t, staticMember("pod-a")), testLogger(t).WithName("a2"))
+	testutil.WaitFor(t, time.Minute, "the new partitions mirrored", func() bool {
+		n := 0
+		for _, p := range a2.e.Stats().Partitions {
+			if p.Partition >= before && p.Records >= 200 {
+				n++
+			}
+		}
+		return n == after-before
+	})
+	got := readTarget(t, c.target, testTopic, w.total(), 2*time.Second, time.Minute)
+	res := audit(t, w, got, false, true)
+	if res.missing != 0 {
+		t.Fatalf("%d records missing: the restarted static member never got the partitions added while it was down", res.missing)
+	}
+	if err := a2.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("static member restarted after the source grew %d -> %d: %d records, 0 lost, %d duplicates", before, after, res.records, res.duplicates)
+}

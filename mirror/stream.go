@@ -49,6 +49,14 @@ type stream struct {
 	// memberID is the member ID of the stream's latest session: a static member leaves
 	// under it (leave).
 	memberID string
+	// subscribed is the topic list of the current Consume call; endSession ends that
+	// call's session; rejoin asks runStream to leave the group before the next one, so
+	// that the group assigns its partitions anew (checkStaticAssignment); checked tells
+	// whether the stream's first session was checked.
+	subscribed []string
+	endSession context.CancelFunc
+	rejoin     bool
+	checked    bool
 }
 
 // sessionState is one group session (one generation) of a stream.
@@ -120,6 +128,9 @@ func (e *Engine) runStream(ctx context.Context, id int) error {
 			continue
 		}
 		cctx, ccancel := context.WithCancel(ctx)
+		s.mu.Lock()
+		s.subscribed, s.endSession = list, ccancel
+		s.mu.Unlock()
 		watchDone := make(chan struct{})
 		go func() {
 			select {
@@ -132,6 +143,11 @@ func (e *Engine) runStream(ctx context.Context, id int) error {
 		err := group.Consume(cctx, list, s)
 		close(watchDone)
 		ccancel()
+		if s.takeRejoin() && ctx.Err() == nil && !e.isFailed() {
+			// The session drained and committed; leaving makes the next join a new
+			// member's, which the group answers with a rebalance.
+			s.leave()
+		}
 		switch {
 		case err == nil || ctx.Err() != nil || e.isFailed():
 			retry.reset()
@@ -229,7 +245,12 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 	s.mu.Lock()
 	s.cur = ss
 	s.memberID = sess.MemberID()
+	first := !s.checked
+	s.checked = true
 	s.mu.Unlock()
+	if first && s.instanceID != "" {
+		go s.checkStaticAssignment(sess)
+	}
 	go e.commitLoop(sess.Context(), ss)
 	// Partitions the source group has no offset for resume from the target-side
 	// progress, before any claim starts. An error ends the session (sarama still calls
