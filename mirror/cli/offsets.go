@@ -3,7 +3,9 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -47,9 +49,20 @@ those both owners copied (docs/failover.md).
 
 It prints per partition the source offset, the target offset, the target's lag after
 it (records the group would read on the target) and the target group's committed
-offset. Nothing is written unless --commit is given; then the translated offsets are
+offset, and a NOTE where there is more to say:
+  - "not mirrored that far yet": the source group committed past what the mirror
+    mirrored (its own committed offset, named in the note). TARGET-OFFSET is where the
+    next record will land and LAG is -: a consumer moved now would read again every
+    record between once the mirror copies it. Let the mirror catch up (its lag 0).
+  - a partition the source group never committed: SOURCE-OFFSET is -, and the note
+    says what the target group does there: resume at its own committed offset, or,
+    with none, start at its consumers' auto.offset.reset (the target's earliest and
+    latest offsets are given).
+Nothing is written unless --commit is given; then the translated offsets are
 committed to the group of the same name on the target, only while that group has no
-active members (translate fails when it has), and never below its committed offsets.`,
+active members (translate fails when it has), never below its committed offsets, and
+not for a partition not mirrored that far yet (translate fails naming them; run it
+again once the mirror caught up). RESULT says per partition what was done.`,
 		Example: `  kafka-mirror offsets translate --config mirror.yaml --group payments-app
   kafka-mirror offsets translate --config mirror.yaml --group payments-app --commit`,
 		Args: cobra.NoArgs,
@@ -72,11 +85,15 @@ active members (translate fails when it has), and never below its committed offs
 			if err != nil {
 				return err
 			}
-			if len(gt.Partitions) == 0 {
+			if !slices.ContainsFunc(gt.Partitions, func(pt mirror.PartitionTranslation) bool { return !pt.NotCommitted() }) {
 				return fmt.Errorf("source group %q has no committed offsets for the mirrored topics", group)
 			}
 			if commit && gt.ActiveMembers > 0 {
 				return fmt.Errorf("target group %q has %d active members: nothing committed (stop its consumers on the target first)", group, gt.ActiveMembers)
+			}
+			if ahead := notMirrored(gt); commit && len(ahead) > 0 {
+				return fmt.Errorf("target group %q: %s not committed, not mirrored that far yet: the source group's offset is past the mirror's there, "+
+					"and a consumer moved now would read again what the mirror copies later; let the mirror catch up (its lag 0) and run again", group, strings.Join(ahead, ", "))
 			}
 			return nil
 		},
@@ -87,22 +104,37 @@ active members (translate fails when it has), and never below its committed offs
 	return cmd
 }
 
+// notMirrored names the partitions of gt the source group committed past what the
+// mirror mirrored.
+func notMirrored(gt *mirror.GroupTranslation) []string {
+	var out []string
+	for _, pt := range gt.Partitions {
+		if pt.AheadOfMirror {
+			out = append(out, fmt.Sprintf("%s/%d", pt.Topic, pt.Partition))
+		}
+	}
+	return out
+}
+
 func printTranslation(out io.Writer, gt *mirror.GroupTranslation, commit bool) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	header := "TOPIC\tPARTITION\tSOURCE-OFFSET\tTARGET-TOPIC\tTARGET-OFFSET\tLAG\tEXACT\tTARGET-COMMITTED"
 	if commit {
 		header += "\tRESULT"
 	}
-	fmt.Fprintln(w, header)
-	orDash := func(v int64) string {
-		if v < 0 {
-			return "-"
-		}
-		return strconv.FormatInt(v, 10)
-	}
+	fmt.Fprintln(w, header+"\tNOTE")
 	for _, pt := range gt.Partitions {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%v\t%s", pt.Topic, pt.Partition, pt.SourceOffset, pt.TargetTopic,
-			orDash(pt.TargetOffset), orDash(pt.Lag), pt.Exact, orDash(pt.TargetCommitted))
+		lag, exact := orDash(pt.Lag), strconv.FormatBool(pt.Exact)
+		if pt.AheadOfMirror {
+			// The records before the group's offset are not on the target yet: a lag
+			// measured against what is there would look caught up.
+			lag = "-"
+		}
+		if pt.NotCommitted() {
+			exact = "-"
+		}
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s", pt.Topic, pt.Partition, orDash(pt.SourceOffset), pt.TargetTopic,
+			orDash(pt.TargetOffset), lag, exact, orDash(pt.TargetCommitted))
 		if commit {
 			result := "committed"
 			if pt.Renewed {
@@ -113,8 +145,34 @@ func printTranslation(out io.Writer, gt *mirror.GroupTranslation, commit bool) {
 			}
 			fmt.Fprintf(w, "\t%s", result)
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "\t%s\n", translationNote(pt))
 	}
 	_ = w.Flush()
 	fmt.Fprintf(out, "target group %q: %d active members\n", gt.Group, gt.ActiveMembers)
+	if ahead := notMirrored(gt); len(ahead) > 0 && !commit {
+		fmt.Fprintf(out, "not mirrored that far yet: %s (the source group is ahead of the mirror; wait until the mirror's lag is 0)\n", strings.Join(ahead, ", "))
+	}
+}
+
+// translationNote is the NOTE of a row: what its numbers alone do not say.
+func translationNote(pt mirror.PartitionTranslation) string {
+	switch {
+	case pt.NotCommitted() && pt.TargetCommitted >= 0:
+		return fmt.Sprintf("no source offset: the target group resumes at its committed offset %d", pt.TargetCommitted)
+	case pt.NotCommitted():
+		return fmt.Sprintf("no source offset, no target offset: consumers start at their auto.offset.reset (earliest %s, latest %s)",
+			orDash(pt.TargetStart), orDash(pt.TargetEnd))
+	case pt.AheadOfMirror:
+		return fmt.Sprintf("not mirrored that far yet: the mirror is at source offset %d, %d records behind", pt.MirroredTo, pt.SourceOffset-pt.MirroredTo)
+	case pt.TargetOffset < 0:
+		return "no offset sync at or below the source offset"
+	}
+	return ""
+}
+
+func orDash(v int64) string {
+	if v < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(v, 10)
 }
