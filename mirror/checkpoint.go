@@ -82,7 +82,7 @@ type PartitionTranslation struct {
 }
 
 // NotCommitted reports that the source group has no committed offset for the
-// partition: nothing is translated, and the target group keeps what it has.
+// partition (a row of GroupTranslation.Uncommitted): nothing is translated there.
 func (pt *PartitionTranslation) NotCommitted() bool { return pt.SourceOffset < 0 }
 
 // GroupTranslation is the translation of one source group.
@@ -94,6 +94,12 @@ type GroupTranslation struct {
 	ActiveMembers int
 	// Partitions are sorted by topic and partition.
 	Partitions []PartitionTranslation
+	// Uncommitted are the partitions of the mirrored topics that the source group has
+	// no committed offset for, sorted likewise: nothing is translated or committed there
+	// (SourceOffset and TargetOffset -1), and the target group keeps TargetCommitted or,
+	// without one, its consumers start at their auto.offset.reset (TargetStart or
+	// TargetEnd). Filled by TranslateGroup only.
+	Uncommitted []PartitionTranslation
 }
 
 // translator translates source group offsets through the offset syncs it has read.
@@ -199,11 +205,10 @@ func (tr *translator) readTargetGroup(gt *GroupTranslation, partitions map[strin
 
 // Reasons a translated offset is not committed.
 const (
-	skipActive       = "the target group has active members"
-	skipNoSync       = "no offset sync at or below the source offset yet"
-	skipBackwards    = "the target group is further already"
-	skipNotCommitted = "the source group has no committed offset"
-	skipNotMirrored  = "not mirrored that far yet"
+	skipActive      = "the target group has active members"
+	skipNoSync      = "no offset sync at or below the source offset yet"
+	skipBackwards   = "the target group is further already"
+	skipNotMirrored = "not mirrored that far yet"
 )
 
 // commit commits gt's translated offsets to the target group while it has no active
@@ -219,8 +224,6 @@ func (tr *translator) commit(gt *GroupTranslation) error {
 	for i := range gt.Partitions {
 		pt := &gt.Partitions[i]
 		switch {
-		case pt.NotCommitted():
-			pt.Skipped = skipNotCommitted
 		case gt.ActiveMembers > 0:
 			pt.Skipped = skipActive
 		case pt.AheadOfMirror:
@@ -273,9 +276,8 @@ func (tr *translator) commit(gt *GroupTranslation) error {
 
 // TranslateGroup connects to both clusters of cfg, reads the offset syncs the mirror
 // wrote and translates the committed offsets of source group group for the mirrored
-// topics. Its result has a row for every partition of the mirrored topics, those the
-// group never committed included, and says where the group is ahead of the mirror
-// (report). With commit it commits them to the target group of the same name, under the
+// topics. Its result also lists the partitions of the mirrored topics the group never
+// committed (Uncommitted) and says where the group is ahead of the mirror (report). With commit it commits them to the target group of the same name, under the
 // same guard as the engine's checkpoints (not while that group has members, never
 // backwards) and one more: a partition not mirrored as far as the group's offset is
 // not committed. It is what `kafka-mirror offsets translate` runs.

@@ -17,7 +17,7 @@ import (
 // case there, and committing the translation (where its next record will land) never
 // skips a record.
 
-// report adds to gt the partitions of the mirrored topics that the source group never
+// report lists in gt the partitions of the mirrored topics that the source group never
 // committed, then marks the translated partitions the mirror has not mirrored as far as
 // the group's offset (markUnmirrored).
 func (tr *translator) report(ctx context.Context, gt *GroupTranslation) error {
@@ -27,10 +27,11 @@ func (tr *translator) report(ctx context.Context, gt *GroupTranslation) error {
 	return tr.markUnmirrored(ctx, gt)
 }
 
-// addUncommitted adds a row for every partition of a mirrored source topic that gt has
-// none for (the source group has no committed offset there), with the target
-// partition's log start and end offsets and, for every row, the target group's
-// committed offsets and members read again.
+// addUncommitted fills gt.Uncommitted: every partition of a mirrored source topic that
+// gt.Partitions has none of (the source group has no committed offset there), with the
+// target partition's log start and end offsets and the target group's committed
+// offset. With no translated partition the target group's members were not read: they
+// are read here.
 func (tr *translator) addUncommitted(gt *GroupTranslation) error {
 	topics, err := tr.sourceAdmin.ListTopics()
 	if err != nil {
@@ -40,7 +41,7 @@ func (tr *translator) addUncommitted(gt *GroupTranslation) error {
 	for _, pt := range gt.Partitions {
 		have[partitionKey{pt.Topic, pt.Partition}] = true
 	}
-	added := false
+	targetParts := map[string][]int32{}
 	for topic, detail := range topics {
 		if !tr.sel.Matches(topic) {
 			continue
@@ -57,25 +58,36 @@ func (tr *translator) addUncommitted(gt *GroupTranslation) error {
 			if start, err := tr.target.GetOffset(pt.TargetTopic, p, sarama.OffsetOldest); err == nil {
 				pt.TargetStart = start
 			}
-			gt.Partitions = append(gt.Partitions, pt)
-			added = true
+			gt.Uncommitted = append(gt.Uncommitted, pt)
+			targetParts[pt.TargetTopic] = append(targetParts[pt.TargetTopic], p)
 		}
 	}
-	if !added {
+	if len(gt.Uncommitted) == 0 {
 		return nil
 	}
-	sort.Slice(gt.Partitions, func(i, j int) bool {
-		a, b := gt.Partitions[i], gt.Partitions[j]
+	sort.Slice(gt.Uncommitted, func(i, j int) bool {
+		a, b := gt.Uncommitted[i], gt.Uncommitted[j]
 		if a.Topic != b.Topic {
 			return a.Topic < b.Topic
 		}
 		return a.Partition < b.Partition
 	})
-	targetParts := map[string][]int32{}
-	for _, pt := range gt.Partitions {
-		targetParts[pt.TargetTopic] = append(targetParts[pt.TargetTopic], pt.Partition)
+	if len(gt.Partitions) == 0 {
+		if err := tr.readTargetGroup(gt, targetParts); err != nil {
+			return err
+		}
 	}
-	return tr.readTargetGroup(gt, targetParts)
+	resp, err := listOffsets(tr.targetAdmin, gt.Group, targetParts)
+	if err != nil {
+		return fmt.Errorf("while reading the offsets of group %q on the target cluster: %w", gt.Group, err)
+	}
+	for i := range gt.Uncommitted {
+		pt := &gt.Uncommitted[i]
+		if b := blockOf(resp, pt.TargetTopic, pt.Partition); b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 {
+			pt.TargetCommitted = b.Offset
+		}
+	}
+	return nil
 }
 
 // markUnmirrored sets MirroredTo of every translated partition to the mirror's stored
@@ -89,9 +101,6 @@ func (tr *translator) markUnmirrored(ctx context.Context, gt *GroupTranslation) 
 	sourceParts, targetParts := map[string][]int32{}, map[string][]int32{}
 	var topics []string
 	for _, pt := range gt.Partitions {
-		if pt.NotCommitted() {
-			continue
-		}
 		if len(sourceParts[pt.Topic]) == 0 {
 			topics = append(topics, pt.Topic)
 		}
@@ -118,9 +127,6 @@ func (tr *translator) markUnmirrored(ctx context.Context, gt *GroupTranslation) 
 	}
 	for i := range gt.Partitions {
 		pt := &gt.Partitions[i]
-		if pt.NotCommitted() {
-			continue
-		}
 		id := ids[pt.Topic]
 		if b := blockOf(src, pt.Topic, pt.Partition); b != nil && errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 {
 			// Any source group offset is a position (a reset by hand too), unless it

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -85,7 +86,7 @@ again once the mirror caught up). RESULT says per partition what was done.`,
 			if err != nil {
 				return err
 			}
-			if !slices.ContainsFunc(gt.Partitions, func(pt mirror.PartitionTranslation) bool { return !pt.NotCommitted() }) {
+			if len(gt.Partitions) == 0 {
 				return fmt.Errorf("source group %q has no committed offsets for the mirrored topics", group)
 			}
 			if commit && gt.ActiveMembers > 0 {
@@ -123,7 +124,11 @@ func printTranslation(out io.Writer, gt *mirror.GroupTranslation, commit bool) {
 		header += "\tRESULT"
 	}
 	fmt.Fprintln(w, header+"\tNOTE")
-	for _, pt := range gt.Partitions {
+	rows := slices.Concat(gt.Partitions, gt.Uncommitted)
+	slices.SortStableFunc(rows, func(a, b mirror.PartitionTranslation) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	for _, pt := range rows {
 		lag, exact := orDash(pt.Lag), strconv.FormatBool(pt.Exact)
 		if pt.AheadOfMirror {
 			// The records before the group's offset are not on the target yet: a lag
@@ -140,7 +145,10 @@ func printTranslation(out io.Writer, gt *mirror.GroupTranslation, commit bool) {
 			if pt.Renewed {
 				result = "committed (unchanged)"
 			}
-			if !pt.Committed {
+			switch {
+			case pt.NotCommitted():
+				result = "skipped: the source group has no committed offset"
+			case !pt.Committed:
 				result = "skipped: " + pt.Skipped
 			}
 			fmt.Fprintf(w, "\t%s", result)
