@@ -101,7 +101,7 @@ again once the mirror caught up). RESULT says per partition what was done.`,
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "the MirrorConfig file of the mirror (YAML)")
 	cmd.Flags().StringVar(&group, "group", "", "the source consumer group to translate")
-	cmd.Flags().BoolVar(&commit, "commit", false, "commit the translated offsets to the target group of the same name (only while it has no active members)")
+	cmd.Flags().BoolVar(&commit, "commit", false, "commit the translated offsets to the target group of the same name (only while it has no active members, and only where the mirror mirrored as far as the group's offset)")
 	return cmd
 }
 
