@@ -148,3 +148,16 @@ func (tr *translator) markUnmirrored(ctx context.Context, gt *GroupTranslation) 
 	}
 	return nil
 }
+
+// Unmirrored returns the partitions of gt that the source group committed past what
+// the mirror mirrored (AheadOfMirror): translate --commit leaves them alone, and a
+// failover that moves the group must not complete while there are any.
+func (gt *GroupTranslation) Unmirrored() []PartitionTranslation {
+	var out []PartitionTranslation
+	for _, pt := range gt.Partitions {
+		if pt.AheadOfMirror {
+			out = append(out, pt)
+		}
+	}
+	return out
+}

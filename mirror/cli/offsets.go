@@ -109,10 +109,8 @@ again once the mirror caught up). RESULT says per partition what was done.`,
 // mirror mirrored.
 func notMirrored(gt *mirror.GroupTranslation) []string {
 	var out []string
-	for _, pt := range gt.Partitions {
-		if pt.AheadOfMirror {
-			out = append(out, fmt.Sprintf("%s/%d", pt.Topic, pt.Partition))
-		}
+	for _, pt := range gt.Unmirrored() {
+		out = append(out, fmt.Sprintf("%s/%d", pt.Topic, pt.Partition))
 	}
 	return out
 }

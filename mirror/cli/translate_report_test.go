@@ -139,6 +139,9 @@ func TestTranslateGroupAheadOfTheMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if un := gt.Unmirrored(); len(un) != 1 || un[0].Partition != 0 {
+		t.Errorf("Unmirrored() = %+v, want partition 0 only", un)
+	}
 	for _, pt := range gt.Partitions {
 		wantAhead := pt.Partition == 0
 		if pt.AheadOfMirror != wantAhead || pt.MirroredTo != 100 {
