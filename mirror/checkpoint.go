@@ -277,8 +277,9 @@ func (tr *translator) commit(gt *GroupTranslation) error {
 // TranslateGroup connects to both clusters of cfg, reads the offset syncs the mirror
 // wrote and translates the committed offsets of source group group for the mirrored
 // topics. Its result also lists the partitions of the mirrored topics the group never
-// committed (Uncommitted) and says where the group is ahead of the mirror (report). With commit it commits them to the target group of the same name, under the
-// same guard as the engine's checkpoints (not while that group has members, never
+// committed (Uncommitted) and says where the group is ahead of the mirror (report).
+// With commit it commits them to the target group of the same name, under the same
+// guard as the engine's checkpoints (not while that group has members, never
 // backwards) and one more: a partition not mirrored as far as the group's offset is
 // not committed. It is what `kafka-mirror offsets translate` runs.
 func TranslateGroup(ctx context.Context, cfg *config.Config, group string, commit bool, opts ...Option) (*GroupTranslation, error) {
@@ -307,7 +308,7 @@ func TranslateGroup(ctx context.Context, cfg *config.Config, group string, commi
 	if err != nil {
 		return gt, err
 	}
-	if err := tr.report(ctx, gt); err != nil {
+	if err := tr.report(ctx, gt, conns.sourceMeta); err != nil {
 		return gt, err
 	}
 	if commit {

@@ -20,8 +20,8 @@ import (
 // report lists in gt the partitions of the mirrored topics that the source group never
 // committed, then marks the translated partitions the mirror has not mirrored as far as
 // the group's offset (markUnmirrored).
-func (tr *translator) report(ctx context.Context, gt *GroupTranslation) error {
-	if err := tr.addUncommitted(gt); err != nil {
+func (tr *translator) report(ctx context.Context, gt *GroupTranslation, source sarama.Client) error {
+	if err := tr.addUncommitted(gt, source); err != nil {
 		return err
 	}
 	return tr.markUnmirrored(ctx, gt)
@@ -30,23 +30,31 @@ func (tr *translator) report(ctx context.Context, gt *GroupTranslation) error {
 // addUncommitted fills gt.Uncommitted: every partition of a mirrored source topic that
 // gt.Partitions has none of (the source group has no committed offset there), with the
 // target partition's log start and end offsets and the target group's committed
-// offset. With no translated partition the target group's members were not read: they
-// are read here.
-func (tr *translator) addUncommitted(gt *GroupTranslation) error {
-	topics, err := tr.sourceAdmin.ListTopics()
+// offset. The topics come from source's metadata (Describe only, as the mirror needs).
+// With no translated partition the target group's members were not read: they are
+// read here.
+func (tr *translator) addUncommitted(gt *GroupTranslation, source sarama.Client) error {
+	if err := source.RefreshMetadata(); err != nil {
+		return fmt.Errorf("while reading the topics of the source cluster: %w", err)
+	}
+	topics, err := source.Topics()
 	if err != nil {
-		return fmt.Errorf("while listing the topics of the source cluster: %w", err)
+		return fmt.Errorf("while reading the topics of the source cluster: %w", err)
 	}
 	have := make(map[partitionKey]bool, len(gt.Partitions))
 	for _, pt := range gt.Partitions {
 		have[partitionKey{pt.Topic, pt.Partition}] = true
 	}
 	targetParts := map[string][]int32{}
-	for topic, detail := range topics {
+	for _, topic := range topics {
 		if !tr.sel.Matches(topic) {
 			continue
 		}
-		for p := range detail.NumPartitions {
+		parts, err := source.Partitions(topic)
+		if err != nil {
+			return fmt.Errorf("while reading the partitions of source topic %q: %w", topic, err)
+		}
+		for _, p := range parts {
 			if have[partitionKey{topic, p}] {
 				continue
 			}
