@@ -90,7 +90,13 @@ func syncTopics(ctx context.Context, req syncRequest, src, tgt *kafkaClient) top
 			names = append(names, t.Source)
 		}
 	}
-	lags, err := topics.Lag(ctx, srcAdmin, srcClient, cfg.ConsumerGroup, names)
+	var lagOpts []topics.LagOption
+	if cfg.InitialOffset == config.InitialOffsetLatest {
+		// A partition the mirror has not committed starts at its end: its older records
+		// are no lag, as the engine reports it too.
+		lagOpts = append(lagOpts, topics.WithUncommittedFromEnd())
+	}
+	lags, err := topics.Lag(ctx, srcAdmin, srcClient, cfg.ConsumerGroup, names, lagOpts...)
 	if err != nil {
 		// Lag is for people reading status; a failure to read it changes nothing else.
 		log.V(1).Info("Failed to read consumer group lag", "group", cfg.ConsumerGroup, "error", err.Error())

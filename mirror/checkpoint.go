@@ -64,7 +64,26 @@ type PartitionTranslation struct {
 	// Skipped says why TargetOffset was not committed ("" when it was, or when no
 	// commit was asked).
 	Skipped string
+
+	// The fields below are filled by TranslateGroup (`offsets translate`), not by the
+	// engine's checkpoints (translatereport.go).
+
+	// MirroredTo is how far the mirror got in the source partition: the commit point
+	// it stored (every record before it is on the target), -1 when unknown.
+	MirroredTo int64
+	// AheadOfMirror reports that the source group committed past MirroredTo: the
+	// records between are not on the target yet (not mirrored that far yet). A consumer
+	// moved now reads them again at TargetOffset once the mirror copies them, so
+	// TranslateGroup does not commit such a partition and reports Exact false.
+	AheadOfMirror bool
+	// TargetStart is the target partition's log start offset, read for a partition
+	// the source group never committed (where auto.offset.reset earliest starts), else -1.
+	TargetStart int64
 }
+
+// NotCommitted reports that the source group has no committed offset for the
+// partition (a row of GroupTranslation.Uncommitted): nothing is translated there.
+func (pt *PartitionTranslation) NotCommitted() bool { return pt.SourceOffset < 0 }
 
 // GroupTranslation is the translation of one source group.
 type GroupTranslation struct {
@@ -75,6 +94,12 @@ type GroupTranslation struct {
 	ActiveMembers int
 	// Partitions are sorted by topic and partition.
 	Partitions []PartitionTranslation
+	// Uncommitted are the partitions of the mirrored topics that the source group has
+	// no committed offset for, sorted likewise: nothing is translated or committed there
+	// (SourceOffset and TargetOffset -1), and the target group keeps TargetCommitted or,
+	// without one, its consumers start at their auto.offset.reset (TargetStart or
+	// TargetEnd). Filled by TranslateGroup only.
+	Uncommitted []PartitionTranslation
 }
 
 // translator translates source group offsets through the offset syncs it has read.
@@ -118,7 +143,7 @@ func (tr *translator) translate(ctx context.Context, group string, commit bool) 
 				continue
 			}
 			pt := PartitionTranslation{Topic: topic, Partition: p, TargetTopic: tr.sel.TargetName(topic),
-				SourceOffset: b.Offset, TargetOffset: -1, TargetCommitted: -1, TargetEnd: -1, Lag: -1}
+				SourceOffset: b.Offset, TargetOffset: -1, TargetCommitted: -1, TargetEnd: -1, Lag: -1, MirroredTo: -1, TargetStart: -1}
 			if to, exact, ok := tr.store.translate(partitionKey{topic, p}, b.Offset); ok {
 				pt.TargetOffset, pt.Exact = to, exact
 			}
@@ -180,9 +205,10 @@ func (tr *translator) readTargetGroup(gt *GroupTranslation, partitions map[strin
 
 // Reasons a translated offset is not committed.
 const (
-	skipActive    = "the target group has active members"
-	skipNoSync    = "no offset sync at or below the source offset yet"
-	skipBackwards = "the target group is further already"
+	skipActive      = "the target group has active members"
+	skipNoSync      = "no offset sync at or below the source offset yet"
+	skipBackwards   = "the target group is further already"
+	skipNotMirrored = "not mirrored that far yet"
 )
 
 // commit commits gt's translated offsets to the target group while it has no active
@@ -200,6 +226,8 @@ func (tr *translator) commit(gt *GroupTranslation) error {
 		switch {
 		case gt.ActiveMembers > 0:
 			pt.Skipped = skipActive
+		case pt.AheadOfMirror:
+			pt.Skipped = skipNotMirrored
 		case pt.TargetOffset < 0:
 			pt.Skipped = skipNoSync
 		case pt.TargetCommitted > pt.TargetOffset:
@@ -248,9 +276,12 @@ func (tr *translator) commit(gt *GroupTranslation) error {
 
 // TranslateGroup connects to both clusters of cfg, reads the offset syncs the mirror
 // wrote and translates the committed offsets of source group group for the mirrored
-// topics. With commit it commits them to the target group of the same name, under the
-// same guard as the engine's checkpoints: not while that group has members, never
-// backwards. It is what `kafka-mirror offsets translate` runs.
+// topics. Its result also lists the partitions of the mirrored topics the group never
+// committed (Uncommitted) and says where the group is ahead of the mirror (report).
+// With commit it commits them to the target group of the same name, under the same
+// guard as the engine's checkpoints (not while that group has members, never
+// backwards) and one more: a partition not mirrored as far as the group's offset is
+// not committed. It is what `kafka-mirror offsets translate` runs.
 func TranslateGroup(ctx context.Context, cfg *config.Config, group string, commit bool, opts ...Option) (*GroupTranslation, error) {
 	o := options{log: logr.Discard()}
 	for _, opt := range opts {
@@ -272,7 +303,18 @@ func TranslateGroup(ctx context.Context, cfg *config.Config, group string, commi
 	if _, err := conns.targetMeta.Partitions(topic); err != nil {
 		return nil, fmt.Errorf("while looking for offset sync topic %q on the target cluster (the mirror writes it when groups is set): %w", topic, err)
 	}
-	return newTranslator(cfg, sel, conns, o.log).translate(ctx, group, commit)
+	tr := newTranslator(cfg, sel, conns, o.log)
+	gt, err := tr.translate(ctx, group, false)
+	if err != nil {
+		return gt, err
+	}
+	if err := tr.report(ctx, gt, conns.sourceMeta); err != nil {
+		return gt, err
+	}
+	if commit {
+		return gt, tr.commit(gt)
+	}
+	return gt, nil
 }
 
 // groupCheckpointer translates the matching source groups every groups.syncInterval

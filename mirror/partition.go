@@ -91,8 +91,11 @@ func (p *partitionState) attach(tr *offsets.Tracker, claim sarama.ConsumerGroupC
 	// and the commit gauge a value before this process's first commit. It is taken at
 	// every assignment, not only the first: a partition that comes back after another
 	// member committed further would otherwise show this process's own older commit,
-	// and a lag that never ends when nothing new arrives. Without a committed offset
-	// (the claim starts at initialOffset) the commit is unknown until the first one.
+	// and a lag that never ends when nothing new arrives. A partition no group has an
+	// offset for starts at initialOffset resolved to an offset in the session's Setup
+	// (progressKeeper.startAtInitialOffset), so it has a value from the start too; only
+	// a claim that still starts at a sentinel offset leaves the commit unknown until
+	// the first one.
 	off := claim.InitialOffset()
 	if off < 0 {
 		off = -1

@@ -427,8 +427,12 @@ func (k *progressKeeper) startWithoutGroups(sess sarama.ConsumerGroupSession, so
 	p, ok := marks[tp]
 	switch {
 	case !ok:
+		start, err := k.startAtInitialOffset(sess, source, tp)
+		if err != nil {
+			return false, err
+		}
 		log.Info("Started partition at initialOffset: neither the groups nor the progress topic have an offset for it",
-			"topic", tp.topic, "partition", tp.partition, "initialOffset", k.initial, "group", k.sourceGroup,
+			"topic", tp.topic, "partition", tp.partition, "initialOffset", k.initial, "startOffset", start, "group", k.sourceGroup,
 			"progressGroup", k.group, "progressTopic", k.topic.name)
 		return false, nil
 	case currentID != "" && p.topicID != "" && p.topicID != currentID:
@@ -439,6 +443,26 @@ func (k *progressKeeper) startWithoutGroups(sess sarama.ConsumerGroupSession, so
 		"topic", tp.topic, "partition", tp.partition, "offset", p.next, "topicId", p.topicID,
 		"group", k.sourceGroup, "progressGroup", k.group, "progressTopic", k.topic.name)
 	return true, nil
+}
+
+// startAtInitialOffset makes the claim of tp start at the offset initialOffset names
+// now (the partition's log start for oldest, its end for latest), resolved here rather
+// than by the consumer, and returns it. The claim's start offset is then known from the
+// assignment on, so the partition's committed offset and lag are reported before its
+// first commit: an empty partition, or one whose older records latest leaves out, never
+// gets a record to commit, and "lag 0 for every partition" (docs/failover.md) could not
+// be checked for it. The consumer starts exactly there, as it would have by itself.
+func (k *progressKeeper) startAtInitialOffset(sess sarama.ConsumerGroupSession, source sarama.Client, tp partitionKey) (int64, error) {
+	at := sarama.OffsetOldest
+	if k.initial == config.InitialOffsetLatest {
+		at = sarama.OffsetNewest
+	}
+	start, err := source.GetOffset(tp.topic, tp.partition, at)
+	if err != nil {
+		return -1, fmt.Errorf("while reading the %s offset of source partition %s/%d (initialOffset): %w", k.initial, tp.topic, tp.partition, err)
+	}
+	seek(sess, tp, start)
+	return start, nil
 }
 
 // lookup returns the claimed partitions the source group has no offset for, those

@@ -26,7 +26,15 @@ type PartitionLag struct {
 // Lag returns, per topic in topics and per partition (sorted), the group's committed
 // offset, the high watermark and the lag. admin and client talk to the cluster the
 // group consumes from (for the mirror, the source). An unknown topic is an error.
-func Lag(ctx context.Context, admin sarama.ClusterAdmin, client sarama.Client, group string, topics []string) (map[string][]PartitionLag, error) {
+//
+// A partition the group has not committed lags by everything still in its log, from
+// its log start offset, as a mirror starting at initialOffset oldest reads it; with
+// WithUncommittedFromEnd (initialOffset latest) it has no lag.
+func Lag(ctx context.Context, admin sarama.ClusterAdmin, client sarama.Client, group string, topics []string, opts ...LagOption) (map[string][]PartitionLag, error) {
+	var lo lagOptions
+	for _, o := range opts {
+		o(&lo)
+	}
 	out := make(map[string][]PartitionLag, len(topics))
 	if len(topics) == 0 {
 		return out, nil
@@ -78,7 +86,11 @@ func Lag(ctx context.Context, admin sarama.ClusterAdmin, client sarama.Client, g
 				pl.Committed = b.Offset
 			}
 			from := pl.Committed
-			if from < 0 {
+			switch {
+			case from >= 0:
+			case lo.uncommittedFromEnd:
+				from = pl.HighWatermark
+			default:
 				from = start[tp{t, p}]
 			}
 			pl.Lag = max(pl.HighWatermark-from, 0)
@@ -88,6 +100,20 @@ func Lag(ctx context.Context, admin sarama.ClusterAdmin, client sarama.Client, g
 		out[t] = lags
 	}
 	return out, nil
+}
+
+// LagOption changes how Lag counts.
+type LagOption func(*lagOptions)
+
+type lagOptions struct {
+	uncommittedFromEnd bool
+}
+
+// WithUncommittedFromEnd counts a partition the group has not committed from its end
+// (lag 0), as a mirror with initialOffset latest starts there: the records already in
+// it are never mirrored.
+func WithUncommittedFromEnd() LagOption {
+	return func(o *lagOptions) { o.uncommittedFromEnd = true }
 }
 
 type tp struct {

@@ -85,6 +85,22 @@ func TestLag(t *testing.T) {
 	if !reflect.DeepEqual(got["orders"], wantNew) {
 		t.Errorf("Lag of a new group:\n got %+v\nwant %+v", got["orders"], wantNew)
 	}
+
+	// With initialOffset latest, a partition the group never committed starts at its
+	// end: the records already there are never mirrored, so they are no lag (the
+	// engine reports 0 for it from its assignment on too).
+	got, err = Lag(context.Background(), admin, client, "new-group", []string{"orders"}, WithUncommittedFromEnd())
+	if err != nil {
+		t.Fatalf("Lag of a new group starting at the end: %v", err)
+	}
+	wantLatest := []PartitionLag{
+		{Partition: 0, Committed: -1, HighWatermark: 10, Lag: 0},
+		{Partition: 1, Committed: -1, HighWatermark: 5, Lag: 0},
+		{Partition: 2, Committed: -1, HighWatermark: 0, Lag: 0},
+	}
+	if !reflect.DeepEqual(got["orders"], wantLatest) {
+		t.Errorf("Lag of a new group starting at the end:\n got %+v\nwant %+v", got["orders"], wantLatest)
+	}
 }
 
 func TestLagErrors(t *testing.T) {
