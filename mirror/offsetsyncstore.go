@@ -45,6 +45,20 @@ import (
 // only up to the first record of the next chain; without it every old chain would hold
 // the translation at its last sync. A translation is exact when no chain has a (known or
 // possible) copy of a record before c at or after the translated offset.
+//
+// A source topic deleted and created again under the same name starts its offsets at 0
+// again (incarnation.go): the old topic's syncs say nothing about the new topic's
+// records, and translating through them would send a consumer to the old topic's
+// copies, "exactly". So the store keeps each source partition's chains per topic ID
+// (the ID each sync names), and a translation uses only the chains of the topic's
+// current ID. Syncs that name no ID (an engine of an older release, or a source cluster
+// that gives no topic IDs, before Kafka 2.8) are used only while the topic has no ID
+// either: on a cluster with topic IDs they may belong to any incarnation, so they are
+// never used there. That is safe because an offset no chain covers is not translated
+// (no checkpoint is written for it) rather than guessed; after an upgrade, offsets from
+// the first record an upgraded engine mirrored on translate again. Once a topic's ID is
+// known, the chains of every other ID (and those of none) are dropped: IDs are never
+// reused.
 
 // syncChain is one chain's syncs in a store, sorted by source offset. points[0] is the
 // chain's first record (a point made from ChainSource and ChainTarget when that sync
@@ -88,23 +102,35 @@ type storedPartition struct {
 	cached []chainView
 }
 
-// offsetSyncStore holds the syncs read from the sync topic, per source partition.
+// offsetSyncStore holds the syncs read from the sync topic, per source partition and,
+// within it, per source topic ID ("" for syncs that name none).
 type offsetSyncStore struct {
 	topic string
 	next  int64 // the next offset of the sync topic to read
-	parts map[partitionKey]*storedPartition
+	parts map[partitionKey]map[string]*storedPartition
 }
 
 func newOffsetSyncStore(topic string) *offsetSyncStore {
-	return &offsetSyncStore{topic: topic, parts: map[partitionKey]*storedPartition{}}
+	return &offsetSyncStore{topic: topic, parts: map[partitionKey]map[string]*storedPartition{}}
 }
 
-// add stores s, read from the sync topic for partition tp.
-func (st *offsetSyncStore) add(tp partitionKey, s OffsetSync) {
-	sp := st.parts[tp]
+// partition returns the syncs stored for partition tp of the topic with ID topicID, nil
+// when there are none.
+func (st *offsetSyncStore) partition(tp partitionKey, topicID string) *storedPartition {
+	return st.parts[tp][topicID]
+}
+
+// add stores s, read from the sync topic for partition tp of the topic with ID topicID.
+func (st *offsetSyncStore) add(tp partitionKey, topicID string, s OffsetSync) {
+	byID := st.parts[tp]
+	if byID == nil {
+		byID = map[string]*storedPartition{}
+		st.parts[tp] = byID
+	}
+	sp := byID[topicID]
 	if sp == nil {
 		sp = &storedPartition{droppedBelow: -1}
-		st.parts[tp] = sp
+		byID[topicID] = sp
 	}
 	sp.cached = nil
 	ch := sp.chain(s)
@@ -326,12 +352,22 @@ func (v *chainView) below(c int64) int64 {
 
 // translate returns the target offset from which a consumer of tp's target partition
 // reads every record at or after source offset committed (a group's committed offset:
-// the next record to read), and whether it is exact (no record before committed read
-// again). ok is false when no chain starts at or below committed (the syncs of its
-// records are gone, or were never written) or committed is below what dropped chains
-// covered. See the comment at the top.
-func (st *offsetSyncStore) translate(tp partitionKey, committed int64) (target int64, exact, ok bool) {
-	sp := st.parts[tp]
+// the next record to read) of the topic whose current ID is topicID ("" when the source
+// gives none), and whether it is exact (no record before committed read again). Only
+// the syncs of that ID are used. ok is false when no chain of it starts at or below
+// committed (the syncs of its records are gone, or were never written) or committed is
+// below what dropped chains covered. See the comment at the top.
+func (st *offsetSyncStore) translate(tp partitionKey, topicID string, committed int64) (target int64, exact, ok bool) {
+	if topicID != "" {
+		// The chains of another incarnation, or of none, never translate an offset of
+		// this one, nor of a later one.
+		for id := range st.parts[tp] {
+			if id != topicID {
+				delete(st.parts[tp], id)
+			}
+		}
+	}
+	sp := st.partition(tp, topicID)
 	if sp == nil || len(sp.chains) == 0 || committed < sp.floor {
 		return 0, false, false
 	}
@@ -433,11 +469,11 @@ func readOffsetSyncs(ctx context.Context, client sarama.Client, st *offsetSyncSt
 			}
 			st.next = m.Offset + 1
 			tp, kerr := parseOffsetSyncKey(m.Key)
-			s, verr := decodeOffsetSync(m.Value)
+			s, topicID, verr := decodeOffsetSync(m.Value)
 			if err := errors.Join(kerr, verr); err != nil {
 				log.V(1).Info("Ignored a record of the offset sync topic", "offset", m.Offset, "reason", err.Error())
 			} else {
-				st.add(tp, s)
+				st.add(tp, topicID, s)
 			}
 			if st.next >= end {
 				return nil

@@ -222,10 +222,10 @@ func (sim *simulation) handOver(a *simWriter) {
 func storeFrom(topic []OffsetSync, cut int) *offsetSyncStore {
 	st := newOffsetSyncStore("x")
 	if cut > 0 {
-		st.add(partitionKey{"t", 0}, topic[cut-1])
+		st.add(partitionKey{"t", 0}, "", topic[cut-1])
 	}
 	for _, s := range topic[cut:] {
-		st.add(partitionKey{"t", 0}, s)
+		st.add(partitionKey{"t", 0}, "", s)
 	}
 	return st
 }
@@ -241,7 +241,7 @@ func (sim *simulation) check(t *testing.T, st *offsetSyncStore, what string, che
 	// lastSynced[w] is the target offset of w's last sync that st read; ended[w] when it
 	// had End.
 	lastSynced, ended := map[int64]int64{}, map[int64]bool{}
-	if sp := st.parts[partitionKey{"t", 0}]; sp != nil {
+	if sp := st.partition(partitionKey{"t", 0}, ""); sp != nil {
 		for _, ch := range sp.chains {
 			lastSynced[ch.target], ended[ch.target] = ch.last().TargetOffset, ch.ended
 		}
@@ -284,7 +284,7 @@ func (sim *simulation) check(t *testing.T, st *offsetSyncStore, what string, che
 		if c > 0 {
 			before = max(before, lastKnown[c-1])
 		}
-		target, exact, ok := st.translate(partitionKey{"t", 0}, c)
+		target, exact, ok := st.translate(partitionKey{"t", 0}, "", c)
 		if !ok {
 			continue
 		}
@@ -383,7 +383,7 @@ func TestTranslationWithManyChains(t *testing.T) {
 	sim.flushAll()
 	sim.flushAll()
 	st := storeFrom(sim.topic, 0)
-	sp := st.parts[partitionKey{"t", 0}]
+	sp := st.partition(partitionKey{"t", 0}, "")
 	if sp.total > maxOffsetSyncsPerPartition || len(sim.writers) < 2*maxOffsetSyncsPerPartition/4 {
 		t.Fatalf("%d owners, store holds %d syncs in %d chains: want many more owners than the bound (%d) holds, and the bound kept",
 			len(sim.writers), sp.total, len(sp.chains), maxOffsetSyncsPerPartition)
@@ -401,23 +401,23 @@ func BenchmarkOffsetSyncTranslate(b *testing.B) {
 			tp := partitionKey{"t", 0}
 			var source, target int64
 			for o := 0; o < owners-1; o++ {
-				st.add(tp, OffsetSync{SourceOffset: source, TargetOffset: target, Previous: -1, ChainSource: source, ChainTarget: target})
-				st.add(tp, OffsetSync{SourceOffset: source + 9, TargetOffset: target + 9, Previous: source, ChainSource: source, ChainTarget: target, End: true})
+				st.add(tp, "", OffsetSync{SourceOffset: source, TargetOffset: target, Previous: -1, ChainSource: source, ChainTarget: target})
+				st.add(tp, "", OffsetSync{SourceOffset: source + 9, TargetOffset: target + 9, Previous: source, ChainSource: source, ChainTarget: target, End: true})
 				source, target = source+10, target+10
 			}
 			start := OffsetSync{SourceOffset: source, TargetOffset: target, Previous: -1, ChainSource: source, ChainTarget: target}
-			st.add(tp, start)
+			st.add(tp, "", start)
 			prev := source
 			for i := int64(1); i <= 800; i++ {
 				s := OffsetSync{SourceOffset: source + 1000*i, TargetOffset: target + 999*i, Previous: prev, ChainSource: start.SourceOffset, ChainTarget: start.TargetOffset}
-				st.add(tp, s)
+				st.add(tp, "", s)
 				prev = s.SourceOffset
 			}
 			committed := prev - 500
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if _, _, ok := st.translate(tp, committed); !ok {
+				if _, _, ok := st.translate(tp, "", committed); !ok {
 					b.Fatal("not translated")
 				}
 			}
