@@ -126,21 +126,21 @@ func targetAdminOf(t *testing.T, c *testClusters) sarama.ClusterAdmin {
 }
 
 // TestOffsetSyncStoreKeepsIncarnationsApart feeds a store the syncs of two incarnations
-// of a topic and syncs that name none (an older engine), interleaved as a sync topic
-// holds them, and checks which ones translate an offset of each.
+// of a topic, as a sync topic holds them, and checks which ones translate an offset of
+// each: with the old topic's syncs naming its ID, or naming none (written by an engine
+// of an earlier release).
 func TestOffsetSyncStoreKeepsIncarnationsApart(t *testing.T) {
 	const oldID, newID = "old-topic-id", "new-topic-id"
 	tp := partitionKey{"t", 0}
-	// The old topic: records 0..499 at target 0..499, chain ended. The new topic: its
-	// records 0..799 at target 500..1299.
+	// The old topic: records 0..499 at target 0..499. The new topic: its records 0..799
+	// at target 500..1299.
 	oldChain := chain([3]int64{0, 0, -1}, [3]int64{499, 499, 0})
 	oldChain[1].End = true
 	newChain := chain([3]int64{0, 500, -1}, [3]int64{799, 1299, 0})
-	fill := func() *offsetSyncStore {
+	fill := func(oldSyncsID string) *offsetSyncStore {
 		st := newOffsetSyncStore("x")
 		for _, s := range oldChain {
-			st.add(tp, oldID, s)
-			st.add(tp, "", s) // the same copies, written by an engine that named no ID
+			st.add(tp, oldSyncsID, s)
 		}
 		for _, s := range newChain {
 			st.add(tp, newID, s)
@@ -148,36 +148,80 @@ func TestOffsetSyncStoreKeepsIncarnationsApart(t *testing.T) {
 		return st
 	}
 	tests := map[string]struct {
-		topicID   string
-		committed int64
-		want      int64
-		wantExact bool
-		wantOK    bool
+		oldSyncsID string
+		topicID    string
+		committed  int64
+		want       int64
+		wantOK     bool
 	}{
-		"the new topic, through its own syncs":              {topicID: newID, committed: 300, want: 800, wantExact: true, wantOK: true},
-		"the new topic, at its first record":                {topicID: newID, committed: 0, want: 500, wantExact: true, wantOK: true},
-		"the old topic's offset, through the old syncs":     {topicID: oldID, committed: 300, want: 300, wantExact: true, wantOK: true},
-		"a topic ID no sync names: not translated":          {topicID: "third-topic-id", committed: 300},
-		"a cluster without topic IDs: syncs that name none": {topicID: "", committed: 300, want: 300, wantExact: true, wantOK: true},
+		"the new topic, through its own syncs":            {oldSyncsID: oldID, topicID: newID, committed: 300, want: 800, wantOK: true},
+		"the new topic, at its first record":              {oldSyncsID: oldID, topicID: newID, committed: 0, want: 500, wantOK: true},
+		"the old topic's offset, through the old syncs":   {oldSyncsID: oldID, topicID: oldID, committed: 300, want: 300, wantOK: true},
+		"a topic ID no sync names: not translated":        {oldSyncsID: oldID, topicID: "third-topic-id", committed: 300},
+		"old syncs of no ID: an offset they cover is not": {oldSyncsID: "", topicID: newID, committed: 300},
+		"old syncs of no ID: an offset past them is":      {oldSyncsID: "", topicID: newID, committed: 600, want: 1100, wantOK: true},
+		"a cluster without topic IDs: the syncs of none":  {oldSyncsID: "", topicID: "", committed: 300, want: 300, wantOK: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, exact, ok := fill().translate(tp, tc.topicID, tc.committed)
-			if ok != tc.wantOK || ok && (got != tc.want || exact != tc.wantExact) {
-				t.Fatalf("translate(%q, %d) = %d, exact %v, ok %v; want %d, exact %v, ok %v",
-					tc.topicID, tc.committed, got, exact, ok, tc.want, tc.wantExact, tc.wantOK)
+			got, exact, ok := fill(tc.oldSyncsID).translate(tp, tc.topicID, tc.committed)
+			if ok != tc.wantOK || ok && (got != tc.want || !exact) {
+				t.Fatalf("translate(%q, %d) = %d, exact %v, ok %v; want %d, exact, ok %v",
+					tc.topicID, tc.committed, got, exact, ok, tc.want, tc.wantOK)
 			}
 		})
 	}
 
-	// Once the topic's current ID is known, the chains of every other ID, and those of
-	// none, are gone for good (IDs are never reused).
-	st := fill()
+	// Once the topic's current ID is known, the chains of every other ID are gone for
+	// good (IDs are never reused).
+	st := fill(oldID)
 	if _, _, ok := st.translate(tp, newID, 300); !ok {
 		t.Fatal("the new topic's offset did not translate")
 	}
-	if st.partition(tp, oldID) != nil || st.partition(tp, "") != nil || st.partition(tp, newID) == nil {
-		t.Fatalf("after a translation of the new topic the store holds IDs %v, want only %q", keysOf(st.parts[tp]), newID)
+	if st.partition(tp, oldID) != nil || st.partition(tp, newID) == nil {
+		t.Fatalf("after a translation of the new topic the store holds IDs %v, want no %q", keysOf(st.parts[tp]), oldID)
+	}
+}
+
+// TestOffsetSyncsOfARollingUpgrade plays a rolling upgrade: the partition moves from a
+// process of the earlier release (syncs without an ID) to an upgraded one (Y), back to
+// one of the earlier release (L) and to an upgraded one again (Z), each drain clean.
+// L's chain wrote after the topic's first chain with an ID, so it mirrored the
+// current topic: leaving it out would translate 250 past L's copies of 250..299, to
+// Z's first record at 300. The chain before Y may be another incarnation's: an offset
+// it covers is not translated.
+func TestOffsetSyncsOfARollingUpgrade(t *testing.T) {
+	const id = "topic-id"
+	tp := partitionKey{"t", 0}
+	st := newOffsetSyncStore("x")
+	for _, c := range []struct {
+		id          string
+		first, last int64 // source offsets; each record lands at the same target offset
+		end         bool
+	}{
+		{"", 0, 99, true},
+		{id, 100, 199, true},
+		{"", 200, 299, true},
+		{id, 300, 399, false},
+	} {
+		for _, s := range chain([3]int64{c.first, c.first, -1}, [3]int64{c.last, c.last, c.first}) {
+			s.End = c.end && s.SourceOffset == c.last
+			st.add(tp, c.id, s)
+		}
+	}
+	for _, tc := range []struct {
+		committed, want int64
+		ok              bool
+	}{
+		{committed: 50},
+		{committed: 150, want: 150, ok: true},
+		{committed: 250, want: 250, ok: true},
+		{committed: 350, want: 350, ok: true},
+	} {
+		got, exact, ok := st.translate(tp, id, tc.committed)
+		if ok != tc.ok || ok && (got != tc.want || !exact) {
+			t.Errorf("translate(%d) = %d, exact %v, ok %v; want %d, exact, ok %v", tc.committed, got, exact, ok, tc.want, tc.ok)
+		}
 	}
 }
 
