@@ -44,8 +44,13 @@ type PartitionTranslation struct {
 	TargetTopic string
 	// SourceOffset is the source group's committed offset (the next record to read).
 	SourceOffset int64
+	// SourceTopicID is the source topic's current ID (its incarnation): only the offset
+	// syncs that name it translate SourceOffset. "" when the source cluster gives no
+	// topic IDs (then the syncs that name none translate it).
+	SourceTopicID string
 	// TargetOffset is where a consumer of the target topic reads every record at or
-	// after SourceOffset; -1 when no offset sync is at or below SourceOffset yet.
+	// after SourceOffset; -1 when no offset sync of the topic's current ID is at or
+	// below SourceOffset yet (or the topic could not be described).
 	TargetOffset int64
 	// Exact reports that no record before SourceOffset is read again from TargetOffset.
 	// When false, the records between the last offset sync and SourceOffset (at most
@@ -133,6 +138,10 @@ func (tr *translator) translate(ctx context.Context, group string, commit bool) 
 	if resp == nil {
 		return gt, nil
 	}
+	ids, err := tr.sourceTopicIDs(ctx, resp)
+	if err != nil {
+		return nil, err
+	}
 	targetParts := map[string][]int32{}
 	for topic, parts := range resp.Blocks {
 		if !tr.sel.Matches(topic) {
@@ -142,10 +151,15 @@ func (tr *translator) translate(ctx context.Context, group string, commit bool) 
 			if !errors.Is(b.Err, sarama.ErrNoError) || b.Offset < 0 {
 				continue
 			}
+			id, described := ids[topic]
 			pt := PartitionTranslation{Topic: topic, Partition: p, TargetTopic: tr.sel.TargetName(topic),
-				SourceOffset: b.Offset, TargetOffset: -1, TargetCommitted: -1, TargetEnd: -1, Lag: -1, MirroredTo: -1, TargetStart: -1}
-			if to, exact, ok := tr.store.translate(partitionKey{topic, p}, b.Offset); ok {
-				pt.TargetOffset, pt.Exact = to, exact
+				SourceOffset: b.Offset, SourceTopicID: id, TargetOffset: -1, TargetCommitted: -1, TargetEnd: -1, Lag: -1, MirroredTo: -1, TargetStart: -1}
+			// A topic the source did not describe has no known incarnation: nothing
+			// tells which syncs are its own.
+			if described {
+				if to, exact, ok := tr.store.translate(partitionKey{topic, p}, id, b.Offset); ok {
+					pt.TargetOffset, pt.Exact = to, exact
+				}
 			}
 			gt.Partitions = append(gt.Partitions, pt)
 			targetParts[pt.TargetTopic] = append(targetParts[pt.TargetTopic], p)
@@ -177,6 +191,24 @@ func (tr *translator) translate(ctx context.Context, group string, commit bool) 
 		return gt, tr.commit(gt)
 	}
 	return gt, nil
+}
+
+// sourceTopicIDs reads the current IDs of the mirrored topics resp names (see
+// describeTopicIDs), so that their offsets are translated only through the syncs of the
+// same incarnation.
+func (tr *translator) sourceTopicIDs(ctx context.Context, resp *sarama.OffsetFetchResponse) (map[string]string, error) {
+	var names []string
+	for topic := range resp.Blocks {
+		if tr.sel.Matches(topic) {
+			names = append(names, topic)
+		}
+	}
+	sort.Strings(names)
+	ids, err := describeTopicIDs(ctx, tr.sourceAdmin, names)
+	if err != nil {
+		return nil, fmt.Errorf("while reading the topic IDs of source topics %v: %w", names, err)
+	}
+	return ids, nil
 }
 
 // readTargetGroup fills in the target group's members and committed offsets.
@@ -233,7 +265,8 @@ func (tr *translator) commit(gt *GroupTranslation) error {
 		case pt.TargetCommitted > pt.TargetOffset:
 			pt.Skipped = skipBackwards
 		default:
-			meta := CheckpointMetadata{Mirror: tr.cfg.ConsumerGroup, At: now.UnixMilli(), SourceTopic: pt.Topic, SourceOffset: pt.SourceOffset}
+			meta := CheckpointMetadata{Mirror: tr.cfg.ConsumerGroup, At: now.UnixMilli(), SourceTopic: pt.Topic,
+				SourceTopicID: pt.SourceTopicID, SourceOffset: pt.SourceOffset}
 			req.AddBlockWithLeaderEpoch(pt.TargetTopic, pt.Partition, pt.TargetOffset, -1, 0, meta.String())
 			todo = append(todo, pt)
 		}

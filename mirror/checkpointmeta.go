@@ -24,6 +24,10 @@ type CheckpointMetadata struct {
 	At int64 `json:"at"`
 	// SourceTopic is the source topic (the committed topic is its renamed target).
 	SourceTopic string `json:"sourceTopic"`
+	// SourceTopicID is the source topic's ID (its incarnation) whose offset syncs
+	// translated the offset; empty when the source cluster gives no topic IDs, or in a
+	// checkpoint of an older engine.
+	SourceTopicID string `json:"sourceTopicId,omitempty"`
 	// SourceOffset is the source group's committed offset that was translated.
 	SourceOffset int64 `json:"sourceOffset"`
 }

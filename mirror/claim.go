@@ -105,7 +105,7 @@ func (s *stream) startClaim(claim sarama.ConsumerGroupClaim, trackerSize int) (*
 	ss.mu.Lock()
 	ss.claims = append(ss.claims, c)
 	ss.mu.Unlock()
-	part.attach(c.tracker, claim)
+	part.attach(c.tracker, claim, c.topicID)
 	return c, ss
 }
 

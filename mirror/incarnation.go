@@ -79,6 +79,19 @@ const topicIDLimit = 30 * time.Second
 // give (a Kafka before 2.8, an error for that topic) is left out: its positions are
 // then judged without an ID, as before.
 func sourceTopicIDs(ctx context.Context, admin sarama.ClusterAdmin, topics []string) (map[string]string, error) {
+	ids, err := describeTopicIDs(ctx, admin, topics)
+	for t, id := range ids {
+		if id == "" {
+			delete(ids, t)
+		}
+	}
+	return ids, err
+}
+
+// describeTopicIDs reads the topic IDs of topics: "" for a topic the cluster describes
+// without an ID (a Kafka before 2.8); a topic it does not describe (unknown, or an
+// error for that topic) is left out.
+func describeTopicIDs(ctx context.Context, admin sarama.ClusterAdmin, topics []string) (map[string]string, error) {
 	ids := make(map[string]string, len(topics))
 	if len(topics) == 0 {
 		return ids, nil
@@ -105,7 +118,11 @@ func sourceTopicIDs(ctx context.Context, admin sarama.ClusterAdmin, topics []str
 	}
 	var zero sarama.Uuid
 	for _, t := range a.md {
-		if t.Err == sarama.ErrNoError && t.Uuid != zero {
+		switch {
+		case t.Err != sarama.ErrNoError:
+		case t.Uuid == zero:
+			ids[t.Name] = ""
+		default:
 			ids[t.Name] = t.Uuid.String()
 		}
 	}

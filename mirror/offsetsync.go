@@ -37,6 +37,11 @@ import (
 // every record between the two was mirrored with the first one's delta: a source
 // offset in between translates exactly. Otherwise the translation takes the safe side.
 //
+// Each sync also names the source topic's ID (its incarnation, incarnation.go) that the
+// chain's assignment read: a topic deleted and created again under the same name starts
+// its offsets at 0 again, and translation uses only the syncs of the topic's current ID
+// (offsetsyncstore.go), never the old topic's.
+//
 // Each sync also names its chain: the assignment of the partition (one claim in one
 // process) whose copies it describes, by the source and target offsets of the first
 // record that assignment landed. Two assignments can write the same partition at once
@@ -66,7 +71,9 @@ const (
 	// offsetSyncVersion is the first byte of a sync record's value.
 	offsetSyncVersion = 2
 	// offsetSyncValueBytes is the encoded value: version, source, target, previous,
-	// the chain's source and target, flags.
+	// the chain's source and target, flags; then the source topic's ID, when known, as
+	// the rest of the value (a version 2 reader that predates it ignores those bytes,
+	// so an engine of the previous release still reads the syncs of a newer one).
 	offsetSyncValueBytes = 1 + 5*8 + 1
 	// offsetSyncV1Bytes is a version 1 value (source, target, previous, no chain),
 	// written before chains: still read, as one chain of unknown start.
@@ -133,8 +140,9 @@ func parseOffsetSyncKey(k []byte) (partitionKey, error) {
 	return partitionKey{s[:i], int32(p)}, nil
 }
 
-func (s OffsetSync) encode() []byte {
-	b := make([]byte, offsetSyncValueBytes)
+// encode encodes s as a sync record's value, naming topicID ("" when unknown).
+func (s OffsetSync) encode(topicID string) []byte {
+	b := make([]byte, offsetSyncValueBytes, offsetSyncValueBytes+len(topicID))
 	b[0] = offsetSyncVersion
 	binary.BigEndian.PutUint64(b[1:], uint64(s.SourceOffset))
 	binary.BigEndian.PutUint64(b[9:], uint64(s.TargetOffset))
@@ -144,10 +152,12 @@ func (s OffsetSync) encode() []byte {
 	if s.End {
 		b[41] = offsetSyncFlagEnd
 	}
-	return b
+	return append(b, topicID...)
 }
 
-func decodeOffsetSync(b []byte) (OffsetSync, error) {
+// decodeOffsetSync decodes a sync record's value and the source topic ID it names (""
+// for none: a version 1 value, or an engine that did not know the ID).
+func decodeOffsetSync(b []byte) (OffsetSync, string, error) {
 	switch {
 	case len(b) >= offsetSyncValueBytes && b[0] == offsetSyncVersion:
 	case len(b) >= offsetSyncV1Bytes && b[0] == 1:
@@ -157,9 +167,9 @@ func decodeOffsetSync(b []byte) (OffsetSync, error) {
 			Previous:     int64(binary.BigEndian.Uint64(b[17:])),
 			ChainSource:  -1,
 			ChainTarget:  -1,
-		}, nil
+		}, "", nil
 	default:
-		return OffsetSync{}, fmt.Errorf("offset sync value of %d bytes is neither version 1 nor version %d", len(b), offsetSyncVersion)
+		return OffsetSync{}, "", fmt.Errorf("offset sync value of %d bytes is neither version 1 nor version %d", len(b), offsetSyncVersion)
 	}
 	return OffsetSync{
 		SourceOffset: int64(binary.BigEndian.Uint64(b[1:])),
@@ -168,7 +178,7 @@ func decodeOffsetSync(b []byte) (OffsetSync, error) {
 		ChainSource:  int64(binary.BigEndian.Uint64(b[25:])),
 		ChainTarget:  int64(binary.BigEndian.Uint64(b[33:])),
 		End:          b[41]&offsetSyncFlagEnd != 0,
-	}, nil
+	}, string(b[offsetSyncValueBytes:]), nil
 }
 
 // partitionSyncs is a partition's state on the ack path. Its mutex is taken once per
@@ -187,6 +197,9 @@ type chainSyncs struct {
 	// live is set once the chain follows an assignment: tracker's acks.
 	live    bool
 	tracker *offsets.Tracker
+	// topicID is the source topic's ID the assignment read ("" when unknown): every
+	// sync of the chain names it.
+	topicID string
 	// start is the chain's first acked record, source and target offset; last the
 	// last one acked (-1 before any).
 	startSource, startTarget int64
@@ -205,9 +218,9 @@ type chainSyncs struct {
 	endWritten bool
 }
 
-// startChain readies c for tracker's acks.
-func (c *chainSyncs) startChain(tracker *offsets.Tracker) {
-	*c = chainSyncs{live: true, tracker: tracker, startSource: -1, startTarget: -1, lastSource: -1, lastTarget: -1, written: -1, writtenPrevious: -1}
+// startChain readies c for tracker's acks of topic ID topicID.
+func (c *chainSyncs) startChain(tracker *offsets.Tracker, topicID string) {
+	*c = chainSyncs{live: true, tracker: tracker, topicID: topicID, startSource: -1, startTarget: -1, lastSource: -1, lastTarget: -1, written: -1, writtenPrevious: -1}
 }
 
 // chainOf returns the chain that follows tracker's acks, starting one when tracker is
@@ -222,20 +235,22 @@ func (st *partitionSyncs) chainOf(p *partitionState, tracker *offsets.Tracker) *
 	}
 	p.mu.Lock()
 	current := p.tracker == tracker
+	topicID := p.topicIDOfLocked(tracker)
 	p.mu.Unlock()
 	if !current && st.cur.live {
 		return nil
 	}
 	st.prev = st.cur
-	st.cur.startChain(tracker)
+	st.cur.startChain(tracker, topicID)
 	return &st.cur
 }
 
 // queuedSync is a sync on its way from the ack path to the writer: a value, so that
 // queueing allocates nothing.
 type queuedSync struct {
-	part *partitionState
-	sync OffsetSync
+	part    *partitionState
+	sync    OffsetSync
+	topicID string
 }
 
 // offsetSyncWriter writes offset syncs to the target (see the comment at the top).
@@ -300,7 +315,7 @@ func (w *offsetSyncWriter) enqueueLocked(p *partitionState, c *chainSyncs, end b
 		ChainSource: c.startSource, ChainTarget: c.startTarget, End: end}
 	c.since = 0
 	select {
-	case w.queue <- queuedSync{part: p, sync: s}:
+	case w.queue <- queuedSync{part: p, sync: s, topicID: c.topicID}:
 		c.written, c.writtenPrevious = c.lastSource, previous
 		return true
 	default:
@@ -412,7 +427,7 @@ func (w *offsetSyncWriter) run(producer sarama.AsyncProducer, stop, abort <-chan
 
 func (w *offsetSyncWriter) message(q queuedSync) *sarama.ProducerMessage {
 	return &sarama.ProducerMessage{Topic: w.topic, Partition: 0,
-		Key: sarama.ByteEncoder(offsetSyncKey(q.part.topic, q.part.partition)), Value: sarama.ByteEncoder(q.sync.encode())}
+		Key: sarama.ByteEncoder(offsetSyncKey(q.part.topic, q.part.partition)), Value: sarama.ByteEncoder(q.sync.encode(q.topicID))}
 }
 
 // start creates the sync topic when missing, opens the writer's producer on its own

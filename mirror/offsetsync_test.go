@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -29,14 +30,14 @@ func syncsFor(acks [][2]int64) []OffsetSync {
 func storeOf(syncs ...OffsetSync) *offsetSyncStore {
 	st := newOffsetSyncStore("x")
 	for _, s := range syncs {
-		st.add(partitionKey{"t", 0}, s)
+		st.add(partitionKey{"t", 0}, "", s)
 	}
 	return st
 }
 
 // translateSyncs translates committed through a store that read syncs, in order.
 func translateSyncs(syncs []OffsetSync, committed int64) (int64, bool, bool) {
-	return storeOf(syncs...).translate(partitionKey{"t", 0}, committed)
+	return storeOf(syncs...).translate(partitionKey{"t", 0}, "", committed)
 }
 
 // chain returns syncs, given as {source, target, previous}, as one chain starting at
@@ -123,17 +124,24 @@ func TestOffsetSyncEncoding(t *testing.T) {
 		{SourceOffset: 1 << 40, TargetOffset: 7, Previous: -1, ChainSource: 1 << 39, ChainTarget: 3},
 		{SourceOffset: 5, TargetOffset: 7, Previous: 2, ChainSource: 1, ChainTarget: 3, End: true},
 	} {
-		got, err := decodeOffsetSync(s.encode())
-		if err != nil || got != s {
-			t.Fatalf("decode(encode(%+v)) = %+v, %v", s, got, err)
+		for _, id := range []string{"", "fAYMzLVdQ5Si8bcxp0Y3Nw"} {
+			got, gotID, err := decodeOffsetSync(s.encode(id))
+			if err != nil || got != s || gotID != id {
+				t.Fatalf("decode(encode(%+v, %q)) = %+v, %q, %v", s, id, got, gotID, err)
+			}
+		}
+		// The topic ID follows the fixed part, which an engine of the previous release
+		// reads alone: it reads the same sync, naming no ID.
+		if withID := s.encode("fAYMzLVdQ5Si8bcxp0Y3Nw"); !bytes.Equal(withID[:offsetSyncValueBytes], s.encode("")) {
+			t.Fatalf("the fixed part of a sync naming a topic ID differs from the sync without: %x", withID)
 		}
 	}
 	// A version 1 value (no chain) still reads, as the chain of unknown start.
 	v1 := []byte{1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	if got, err := decodeOffsetSync(v1); err != nil || got != (OffsetSync{SourceOffset: 9, TargetOffset: 8, Previous: -1, ChainSource: -1, ChainTarget: -1}) {
-		t.Fatalf("decode(version 1) = %+v, %v", got, err)
+	if got, id, err := decodeOffsetSync(v1); err != nil || id != "" || got != (OffsetSync{SourceOffset: 9, TargetOffset: 8, Previous: -1, ChainSource: -1, ChainTarget: -1}) {
+		t.Fatalf("decode(version 1) = %+v, %q, %v", got, id, err)
 	}
-	if _, err := decodeOffsetSync([]byte{3, 1, 2}); err == nil {
+	if _, _, err := decodeOffsetSync([]byte{3, 1, 2}); err == nil {
 		t.Fatal("decoded a value of an unknown version")
 	}
 	tp, err := parseOffsetSyncKey(offsetSyncKey("a.b/c-d", 12))
@@ -193,10 +201,10 @@ func TestOffsetSyncStoreThinsOldSyncs(t *testing.T) {
 	prev := int64(-1)
 	for r := int64(0); r < runs; r++ {
 		s := OffsetSync{SourceOffset: 4*r + 1, TargetOffset: 3 * r, Previous: prev, ChainSource: 1, ChainTarget: 0}
-		st.add(tp, s)
+		st.add(tp, "", s)
 		prev = s.SourceOffset
 	}
-	sp := st.parts[tp]
+	sp := st.partition(tp, "")
 	if len(sp.chains) != 1 || sp.total != len(sp.chains[0].points) || sp.total > maxOffsetSyncsPerPartition {
 		t.Fatalf("store holds %d chains, %d syncs (counted %d), bound %d", len(sp.chains), len(sp.chains[0].points), sp.total, maxOffsetSyncsPerPartition)
 	}
@@ -209,13 +217,13 @@ func TestOffsetSyncStoreThinsOldSyncs(t *testing.T) {
 		return 3*r + c%4 - 1
 	}
 	for c := syncs[0].SourceOffset; c < 4*runs; c += 7 {
-		got, exact, ok := st.translate(tp, c)
+		got, exact, ok := st.translate(tp, "", c)
 		if !ok || got > exactTarget(c) || (exact && got != exactTarget(c)) {
 			t.Fatalf("offset %d translated to %d (exact %v, ok %v), exact target %d", c, got, exact, ok, exactTarget(c))
 		}
 	}
 	recent := int64(4*(runs-2) + 2) // inside the last run followed by a sync
-	if got, exact, _ := st.translate(tp, recent); !exact || got != exactTarget(recent) {
+	if got, exact, _ := st.translate(tp, "", recent); !exact || got != exactTarget(recent) {
 		t.Fatalf("recent offset %d translated to %d (exact %v), want %d exactly", recent, got, exact, exactTarget(recent))
 	}
 }

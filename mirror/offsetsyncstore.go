@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/IBM/sarama"
@@ -45,6 +46,26 @@ import (
 // only up to the first record of the next chain; without it every old chain would hold
 // the translation at its last sync. A translation is exact when no chain has a (known or
 // possible) copy of a record before c at or after the translated offset.
+//
+// A source topic deleted and created again under the same name starts its offsets at 0
+// again (incarnation.go): the old topic's syncs say nothing about the new topic's
+// records, and translating through them would send a consumer to the old topic's
+// copies, "exactly". So the store keeps each source partition's chains per topic ID
+// (the ID each sync names), and a translation uses the chains of the topic's current ID
+// and never those of another; once the current ID is known, the others are dropped (IDs
+// are never reused). Syncs that name no ID come from a source cluster without topic IDs
+// (before Kafka 2.8: the topic has none either, and they are all used, as before) or
+// from an engine of an earlier release. On a cluster with topic IDs those are read
+// together with the chains of the current ID: leaving them out would skip the copies
+// of a process of the earlier release that held the partition during a rolling
+// upgrade. One that still wrote after the first record of a chain of the current ID
+// mirrored the current topic; one that stopped before is doubtful (it may be a deleted
+// topic's), and a group offset at or below a copy of a doubtful chain is not translated
+// (no checkpoint is written for it) rather than guessed: once the group passes the
+// copies of the earlier release that came before the upgraded engines, it translates
+// again. (The one case this cannot tell: a process of the earlier release whose drain
+// gave up across the deletion, its old-topic copies landing after an upgraded process
+// already mirrored the new topic.)
 
 // syncChain is one chain's syncs in a store, sorted by source offset. points[0] is the
 // chain's first record (a point made from ChainSource and ChainTarget when that sync
@@ -84,29 +105,54 @@ type storedPartition struct {
 	// source offset floor nothing translates, and no copy of theirs is at or after
 	// target offset droppedBelow + 1 (see drop).
 	floor, droppedBelow int64
+	// firstTarget is the lowest target of any chain stored, dropped ones included: the
+	// chains that name no topic ID that stopped writing before it are doubtful (see
+	// translatable).
+	firstTarget int64
+	// doubtful are chains that may be another incarnation's (translatable): an offset
+	// at or below a copy of theirs is not translated.
+	doubtful map[*syncChain]bool
+	// union caches translatable's chains of this ID with those of no ID, until either
+	// changes.
+	union *storedPartition
 	// cached holds views() until the chains change.
 	cached []chainView
 }
 
-// offsetSyncStore holds the syncs read from the sync topic, per source partition.
+// offsetSyncStore holds the syncs read from the sync topic, per source partition and,
+// within it, per source topic ID ("" for syncs that name none).
 type offsetSyncStore struct {
 	topic string
 	next  int64 // the next offset of the sync topic to read
-	parts map[partitionKey]*storedPartition
+	parts map[partitionKey]map[string]*storedPartition
 }
 
 func newOffsetSyncStore(topic string) *offsetSyncStore {
-	return &offsetSyncStore{topic: topic, parts: map[partitionKey]*storedPartition{}}
+	return &offsetSyncStore{topic: topic, parts: map[partitionKey]map[string]*storedPartition{}}
 }
 
-// add stores s, read from the sync topic for partition tp.
-func (st *offsetSyncStore) add(tp partitionKey, s OffsetSync) {
-	sp := st.parts[tp]
+// partition returns the syncs stored for partition tp of the topic with ID topicID, nil
+// when there are none.
+func (st *offsetSyncStore) partition(tp partitionKey, topicID string) *storedPartition {
+	return st.parts[tp][topicID]
+}
+
+// add stores s, read from the sync topic for partition tp of the topic with ID topicID.
+func (st *offsetSyncStore) add(tp partitionKey, topicID string, s OffsetSync) {
+	byID := st.parts[tp]
+	if byID == nil {
+		byID = map[string]*storedPartition{}
+		st.parts[tp] = byID
+	}
+	sp := byID[topicID]
 	if sp == nil {
-		sp = &storedPartition{droppedBelow: -1}
-		st.parts[tp] = sp
+		sp = &storedPartition{droppedBelow: -1, firstTarget: math.MaxInt64}
+		byID[topicID] = sp
 	}
 	sp.cached = nil
+	for _, other := range byID {
+		other.union = nil
+	}
 	ch := sp.chain(s)
 	before := len(ch.points)
 	ch.add(s)
@@ -127,6 +173,7 @@ func (sp *storedPartition) chain(s OffsetSync) *syncChain {
 		return sp.chains[i]
 	}
 	ch := &syncChain{source: source, target: target}
+	sp.firstTarget = min(sp.firstTarget, target)
 	if source >= 0 && s.SourceOffset > source {
 		ch.points = append(ch.points, OffsetSync{SourceOffset: source, TargetOffset: target, Previous: -1, ChainSource: source, ChainTarget: target})
 		sp.total++
@@ -326,12 +373,13 @@ func (v *chainView) below(c int64) int64 {
 
 // translate returns the target offset from which a consumer of tp's target partition
 // reads every record at or after source offset committed (a group's committed offset:
-// the next record to read), and whether it is exact (no record before committed read
-// again). ok is false when no chain starts at or below committed (the syncs of its
-// records are gone, or were never written) or committed is below what dropped chains
-// covered. See the comment at the top.
-func (st *offsetSyncStore) translate(tp partitionKey, committed int64) (target int64, exact, ok bool) {
-	sp := st.parts[tp]
+// the next record to read) of the topic whose current ID is topicID ("" when the source
+// gives none), and whether it is exact (no record before committed read again). Only
+// the syncs of that ID are used. ok is false when no chain of it starts at or below
+// committed (the syncs of its records are gone, or were never written) or committed is
+// below what dropped chains covered. See the comment at the top.
+func (st *offsetSyncStore) translate(tp partitionKey, topicID string, committed int64) (target int64, exact, ok bool) {
+	sp := st.translatable(tp, topicID)
 	if sp == nil || len(sp.chains) == 0 || committed < sp.floor {
 		return 0, false, false
 	}
@@ -344,6 +392,11 @@ func (st *offsetSyncStore) translate(tp partitionKey, committed int64) (target i
 		known = known || all[i].ch.points[0].SourceOffset <= committed
 		legacy = legacy || all[i].ch.legacy()
 		if all[i].lowest(committed) < math.MaxInt64 {
+			if sp.doubtful[all[i].ch] {
+				// Its copy may be the only one of a record of the topic, or a record
+				// of a deleted topic of the same name: no translation can tell.
+				return 0, false, false
+			}
 			views = append(views, all[i])
 		}
 	}
@@ -399,6 +452,41 @@ func (st *offsetSyncStore) translate(tp partitionKey, committed int64) (target i
 	return target, exact, true
 }
 
+// translatable returns the chains that translate offsets of partition tp of the topic
+// whose current ID is topicID ("" when the source gives none), nil when there are
+// none: that ID's chains and, when it is known, with the chains that name no ID (see
+// the comment at the top), those that stopped writing before its first chain's first
+// record marked doubtful. The chains of every other ID are dropped.
+func (st *offsetSyncStore) translatable(tp partitionKey, topicID string) *storedPartition {
+	byID := st.parts[tp]
+	if topicID == "" {
+		return byID[""]
+	}
+	for id := range byID {
+		if id != topicID && id != "" {
+			delete(byID, id)
+		}
+	}
+	own, unnamed := byID[topicID], byID[""]
+	if own == nil || unnamed == nil || len(unnamed.chains) == 0 && unnamed.floor == 0 {
+		return own
+	}
+	if own.union != nil {
+		return own.union
+	}
+	merged := &storedPartition{chains: append(slices.Clone(own.chains), unnamed.chains...),
+		floor: max(own.floor, unnamed.floor), droppedBelow: max(own.droppedBelow, unnamed.droppedBelow),
+		doubtful: map[*syncChain]bool{}}
+	sort.SliceStable(merged.chains, func(a, b int) bool { return merged.chains[a].target < merged.chains[b].target })
+	for _, ch := range unnamed.chains {
+		if ch.last().TargetOffset < own.firstTarget {
+			merged.doubtful[ch] = true
+		}
+	}
+	own.union = merged
+	return merged
+}
+
 // readOffsetSyncs reads the sync topic from st.next up to its end as of the call.
 func readOffsetSyncs(ctx context.Context, client sarama.Client, st *offsetSyncStore, log logr.Logger) error {
 	end, err := client.GetOffset(st.topic, 0, sarama.OffsetNewest)
@@ -433,11 +521,11 @@ func readOffsetSyncs(ctx context.Context, client sarama.Client, st *offsetSyncSt
 			}
 			st.next = m.Offset + 1
 			tp, kerr := parseOffsetSyncKey(m.Key)
-			s, verr := decodeOffsetSync(m.Value)
+			s, topicID, verr := decodeOffsetSync(m.Value)
 			if err := errors.Join(kerr, verr); err != nil {
 				log.V(1).Info("Ignored a record of the offset sync topic", "offset", m.Offset, "reason", err.Error())
 			} else {
-				st.add(tp, s)
+				st.add(tp, topicID, s)
 			}
 			if st.next >= end {
 				return nil

@@ -80,7 +80,23 @@ type simulation struct {
 	writers  []*simWriter
 	log      []simCopy    // the target partition
 	topic    []OffsetSync // the sync topic, in the order written
+	topicIDs []string     // the topic ID each sync of topic names
 	group    int64        // the mirror's committed offset
+	// upgrade, when set, plays a rolling upgrade: each owner is a process of the
+	// release that names the topic ID (simTopicID) or, at random, of the earlier one
+	// that names none; translations are of the topic with that ID.
+	upgrade bool
+}
+
+// simTopicID is the simulated source topic's ID in a rolling upgrade.
+const simTopicID = "topic-id"
+
+// translationID is the current topic ID the simulation's translations use.
+func (sim *simulation) translationID() string {
+	if sim.upgrade {
+		return simTopicID
+	}
+	return ""
 }
 
 func newSimulation(seed uint64, records int64) *simulation {
@@ -107,6 +123,9 @@ func (sim *simulation) startOwner() {
 	p := &partitionState{topic: "t", partition: 0}
 	tr := offsets.New(64)
 	p.tracker, p.assigned = tr, true
+	if sim.upgrade && sim.rng.IntN(2) == 0 {
+		p.topicID = simTopicID
+	}
 	w := &offsetSyncWriter{queue: make(chan queuedSync, 1+sim.rng.IntN(4)),
 		parts: &partitionRegistry{parts: map[partitionKey]*partitionState{{"t", 0}: p}}}
 	sim.writers = append(sim.writers, &simWriter{id: len(sim.writers), w: w, p: p, tr: tr, tickets: map[int64]offsets.Ticket{}, next: sim.group})
@@ -131,6 +150,7 @@ func (sim *simulation) drain(w *simWriter, n int) {
 		select {
 		case q := <-w.w.queue:
 			sim.topic = append(sim.topic, q.sync)
+			sim.topicIDs = append(sim.topicIDs, q.topicID)
 		default:
 			return
 		}
@@ -217,15 +237,15 @@ func (sim *simulation) handOver(a *simWriter) {
 	sim.startOwner()
 }
 
-// storeFrom is what a reader of the sync topic holds after compaction cleaned the
+// storeFrom is what a reader of sim's sync topic holds after compaction cleaned the
 // first cut records: of those, only the last one (all syncs of a partition share a key).
-func storeFrom(topic []OffsetSync, cut int) *offsetSyncStore {
+func (sim *simulation) storeFrom(cut int) *offsetSyncStore {
 	st := newOffsetSyncStore("x")
 	if cut > 0 {
-		st.add(partitionKey{"t", 0}, topic[cut-1])
+		st.add(partitionKey{"t", 0}, sim.topicIDs[cut-1], sim.topic[cut-1])
 	}
-	for _, s := range topic[cut:] {
-		st.add(partitionKey{"t", 0}, s)
+	for i, s := range sim.topic[cut:] {
+		st.add(partitionKey{"t", 0}, sim.topicIDs[cut+i], s)
 	}
 	return st
 }
@@ -238,12 +258,18 @@ func storeFrom(topic []OffsetSync, cut int) *offsetSyncStore {
 // running made: what a killed writer copied after its last sync is not known).
 func (sim *simulation) check(t *testing.T, st *offsetSyncStore, what string, checkExact bool) {
 	t.Helper()
-	// lastSynced[w] is the target offset of w's last sync that st read; ended[w] when it
-	// had End.
-	lastSynced, ended := map[int64]int64{}, map[int64]bool{}
-	if sp := st.parts[partitionKey{"t", 0}]; sp != nil {
+	// lastSynced[w] is the target offset of w's last sync that st read, whatever topic
+	// ID it named (the simulated topic is never re-created: every described copy must
+	// be read); ended[w] when it had End. used[w] when the translation uses w's chain.
+	lastSynced, ended, used := map[int64]int64{}, map[int64]bool{}, map[int64]bool{}
+	for _, sp := range st.parts[partitionKey{"t", 0}] {
 		for _, ch := range sp.chains {
 			lastSynced[ch.target], ended[ch.target] = ch.last().TargetOffset, ch.ended
+		}
+	}
+	if sp := st.translatable(partitionKey{"t", 0}, sim.translationID()); sp != nil {
+		for _, ch := range sp.chains {
+			used[ch.target] = true
 		}
 	}
 	chainOf := map[int]int64{} // writer -> the target offset of its first acked copy
@@ -273,9 +299,11 @@ func (sim *simulation) check(t *testing.T, st *offsetSyncStore, what string, che
 		lastCopy[cp.source] = max(lastCopy[cp.source], p)
 		mustRead[cp.source] = mustRead[cp.source] || described(p, cp)
 		// What a killed writer copied after its last sync is not known (it is copied
-		// again by a later owner): it may be read again.
+		// again by a later owner): it may be read again. So may the copies of a chain
+		// the translation does not use (a chain of no topic ID before the first chain
+		// with one: it may be another incarnation's).
 		c, started := chainOf[cp.writer]
-		if _, known := lastSynced[c]; started && known && (described(p, cp) || !sim.writers[cp.writer].crashed) {
+		if started && used[c] && (described(p, cp) || !sim.writers[cp.writer].crashed) {
 			lastKnown[cp.source] = max(lastKnown[cp.source], p)
 		}
 	}
@@ -284,7 +312,7 @@ func (sim *simulation) check(t *testing.T, st *offsetSyncStore, what string, che
 		if c > 0 {
 			before = max(before, lastKnown[c-1])
 		}
-		target, exact, ok := st.translate(partitionKey{"t", 0}, c)
+		target, exact, ok := st.translate(partitionKey{"t", 0}, sim.translationID(), c)
 		if !ok {
 			continue
 		}
@@ -320,8 +348,12 @@ func (sim *simulation) String() string {
 		}
 	}
 	out += "\nsyncs:"
-	for _, s := range sim.topic {
-		out += fmt.Sprintf(" [%d->%d prev %d chain %d/%d end %v]", s.SourceOffset, s.TargetOffset, s.Previous, s.ChainSource, s.ChainTarget, s.End)
+	for i, s := range sim.topic {
+		out += fmt.Sprintf(" [%d->%d prev %d chain %d/%d end %v", s.SourceOffset, s.TargetOffset, s.Previous, s.ChainSource, s.ChainTarget, s.End)
+		if id := sim.topicIDs[i]; id != "" {
+			out += " id " + id
+		}
+		out += "]"
 	}
 	return out
 }
@@ -332,14 +364,27 @@ func (sim *simulation) String() string {
 // the syncs read describe, also after compaction, and a translation said to be exact
 // reads no earlier record again.
 func TestTranslationNeverSkipsUnderRandomInterleavings(t *testing.T) {
+	testTranslationUnderRandomInterleavings(t, false)
+}
+
+// TestTranslationNeverSkipsDuringARollingUpgrade runs the same histories with each
+// owner a process of either release: one that names the topic ID in its syncs, or an
+// earlier one that names none. Translations of the topic with that ID skip no record
+// that any sync describes.
+func TestTranslationNeverSkipsDuringARollingUpgrade(t *testing.T) {
+	testTranslationUnderRandomInterleavings(t, true)
+}
+
+func testTranslationUnderRandomInterleavings(t *testing.T, upgrade bool) {
 	const histories = 400
 	for seed := uint64(1); seed <= histories; seed++ {
 		sim := newSimulation(seed, 60+int64(seed%5)*30)
+		sim.upgrade = upgrade
 		sim.startOwner()
 		for step := 0; step < 4000; step++ {
 			sim.step()
 			if step%500 == 499 {
-				sim.check(t, storeFrom(sim.topic, 0), fmt.Sprintf("seed %d, step %d", seed, step), false)
+				sim.check(t, sim.storeFrom(0), fmt.Sprintf("seed %d, step %d", seed, step), false)
 			}
 		}
 		// The last owner mirrors everything and every live writer flushes.
@@ -353,10 +398,10 @@ func TestTranslationNeverSkipsUnderRandomInterleavings(t *testing.T) {
 		}
 		sim.flushAll()
 		sim.flushAll()
-		sim.check(t, storeFrom(sim.topic, 0), fmt.Sprintf("seed %d, all flushed", seed), true)
+		sim.check(t, sim.storeFrom(0), fmt.Sprintf("seed %d, all flushed", seed), true)
 		if len(sim.topic) > 1 {
 			cut := 1 + sim.rng.IntN(len(sim.topic)-1)
-			sim.check(t, storeFrom(sim.topic, cut), fmt.Sprintf("seed %d, compacted up to sync %d", seed, cut), false)
+			sim.check(t, sim.storeFrom(cut), fmt.Sprintf("seed %d, compacted up to sync %d", seed, cut), false)
 		}
 	}
 }
@@ -382,8 +427,8 @@ func TestTranslationWithManyChains(t *testing.T) {
 	}
 	sim.flushAll()
 	sim.flushAll()
-	st := storeFrom(sim.topic, 0)
-	sp := st.parts[partitionKey{"t", 0}]
+	st := sim.storeFrom(0)
+	sp := st.partition(partitionKey{"t", 0}, "")
 	if sp.total > maxOffsetSyncsPerPartition || len(sim.writers) < 2*maxOffsetSyncsPerPartition/4 {
 		t.Fatalf("%d owners, store holds %d syncs in %d chains: want many more owners than the bound (%d) holds, and the bound kept",
 			len(sim.writers), sp.total, len(sp.chains), maxOffsetSyncsPerPartition)
@@ -401,23 +446,23 @@ func BenchmarkOffsetSyncTranslate(b *testing.B) {
 			tp := partitionKey{"t", 0}
 			var source, target int64
 			for o := 0; o < owners-1; o++ {
-				st.add(tp, OffsetSync{SourceOffset: source, TargetOffset: target, Previous: -1, ChainSource: source, ChainTarget: target})
-				st.add(tp, OffsetSync{SourceOffset: source + 9, TargetOffset: target + 9, Previous: source, ChainSource: source, ChainTarget: target, End: true})
+				st.add(tp, "", OffsetSync{SourceOffset: source, TargetOffset: target, Previous: -1, ChainSource: source, ChainTarget: target})
+				st.add(tp, "", OffsetSync{SourceOffset: source + 9, TargetOffset: target + 9, Previous: source, ChainSource: source, ChainTarget: target, End: true})
 				source, target = source+10, target+10
 			}
 			start := OffsetSync{SourceOffset: source, TargetOffset: target, Previous: -1, ChainSource: source, ChainTarget: target}
-			st.add(tp, start)
+			st.add(tp, "", start)
 			prev := source
 			for i := int64(1); i <= 800; i++ {
 				s := OffsetSync{SourceOffset: source + 1000*i, TargetOffset: target + 999*i, Previous: prev, ChainSource: start.SourceOffset, ChainTarget: start.TargetOffset}
-				st.add(tp, s)
+				st.add(tp, "", s)
 				prev = s.SourceOffset
 			}
 			committed := prev - 500
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if _, _, ok := st.translate(tp, committed); !ok {
+				if _, _, ok := st.translate(tp, "", committed); !ok {
 					b.Fatal("not translated")
 				}
 			}

@@ -59,6 +59,9 @@ type partitionState struct {
 	tracker  *offsets.Tracker
 	claim    sarama.ConsumerGroupClaim
 	assigned bool
+	// topicID is the source topic's ID the current or last assignment read ("" when
+	// unknown); the offset syncs of its acks name it (offsetsync.go).
+	topicID string
 	// unsent counts the current tracker's records that were never handed to the
 	// producer (claimState.unsent): they are never acked and so not in flight.
 	unsent int
@@ -72,6 +75,8 @@ type partitionState struct {
 type watchedTracker struct {
 	tracker *offsets.Tracker
 	unsent  int
+	// topicID is the source topic's ID its assignment read.
+	topicID string
 }
 
 // inFlight reports whether w has records the producer still owes an ack for.
@@ -86,7 +91,9 @@ func (p *partitionState) dropped(why dropReason) {
 	}
 }
 
-func (p *partitionState) attach(tr *offsets.Tracker, claim sarama.ConsumerGroupClaim) {
+// attach starts an assignment of the partition: tr tracks claim's records of the source
+// topic with ID topicID ("" when unknown).
+func (p *partitionState) attach(tr *offsets.Tracker, claim sarama.ConsumerGroupClaim, topicID string) {
 	// The claim starts at the group's committed offset; showing it at once gives lag
 	// and the commit gauge a value before this process's first commit. It is taken at
 	// every assignment, not only the first: a partition that comes back after another
@@ -102,7 +109,7 @@ func (p *partitionState) attach(tr *offsets.Tracker, claim sarama.ConsumerGroupC
 	}
 	p.committed.Store(off)
 	p.mu.Lock()
-	p.tracker, p.claim, p.assigned, p.unsent = tr, claim, true, 0
+	p.tracker, p.claim, p.assigned, p.unsent, p.topicID = tr, claim, true, 0, topicID
 	p.mu.Unlock()
 }
 
@@ -154,10 +161,25 @@ func (p *partitionState) startOffset() int64 {
 func (p *partitionState) detach() {
 	p.mu.Lock()
 	p.assigned = false
-	if w := (watchedTracker{p.tracker, p.unsent}); w.tracker != nil && w.inFlight() {
+	if w := (watchedTracker{p.tracker, p.unsent, p.topicID}); w.tracker != nil && w.inFlight() {
 		p.released = append(p.released, w)
 	}
 	p.mu.Unlock()
+}
+
+// topicIDOfLocked returns the source topic ID that tr's assignment read: tr is the
+// current or last assignment's tracker, or a released one still in flight (its late
+// acks); "" when unknown. p.mu is held.
+func (p *partitionState) topicIDOfLocked(tr *offsets.Tracker) string {
+	if p.tracker == tr {
+		return p.topicID
+	}
+	for _, w := range p.released {
+		if w.tracker == tr {
+			return w.topicID
+		}
+	}
+	return ""
 }
 
 // watched returns the trackers with records in the producer: the current one while
@@ -167,7 +189,7 @@ func (p *partitionState) watched() []watchedTracker {
 	defer p.mu.Unlock()
 	p.released = slices.DeleteFunc(p.released, func(w watchedTracker) bool { return !w.inFlight() })
 	out := slices.Clone(p.released)
-	if w := (watchedTracker{p.tracker, p.unsent}); w.tracker != nil && p.assigned && w.inFlight() {
+	if w := (watchedTracker{p.tracker, p.unsent, p.topicID}); w.tracker != nil && p.assigned && w.inFlight() {
 		out = append(out, w)
 	}
 	return out

@@ -40,7 +40,7 @@ func readOffsetSyncRecords(t *testing.T, c *testClusters, cfg *config.Config, tp
 		fs.EachRecord(func(r *kgo.Record) {
 			next = r.Offset + 1
 			key, kerr := parseOffsetSyncKey(r.Key)
-			s, verr := decodeOffsetSync(r.Value)
+			s, _, verr := decodeOffsetSync(r.Value)
 			if kerr == nil && verr == nil && key == tp {
 				out = append(out, s)
 			}

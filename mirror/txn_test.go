@@ -381,7 +381,7 @@ func TestExactlyOnceGroupFailover(t *testing.T) {
 	nSyncs := 0
 	for _, r := range syncRecs[0] {
 		tp, kerr := parseOffsetSyncKey(r.Key)
-		s, verr := decodeOffsetSync(r.Value)
+		s, _, verr := decodeOffsetSync(r.Value)
 		if err := errors.Join(kerr, verr); err != nil {
 			t.Fatal(err)
 		}
