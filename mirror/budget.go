@@ -102,9 +102,10 @@ type inFlightBudget struct {
 	// waiters counts acquires waiting for bytes; release wakes them only when it is
 	// not 0.
 	waiters atomic.Int64
-	// reserved is set while the large share whose turn it is waits for room: nothing
-	// else is taken meanwhile.
-	reserved atomic.Bool
+	// reserved is the large share whose turn it is while it waits for room, else 0:
+	// nothing else is taken meanwhile, and a release wakes the waiters only once that
+	// share fits (the others could not take anything anyway).
+	reserved atomic.Int64
 
 	mu sync.Mutex
 	// freed is closed, and replaced, when bytes are given back while someone waits and
@@ -145,13 +146,13 @@ func (b *inFlightBudget) take(n int64) bool {
 // then nothing was taken.
 func (b *inFlightBudget) acquire(ctx context.Context, stop <-chan struct{}, n int64) error {
 	for {
-		if !b.reserved.Load() && b.take(n) {
+		if b.reserved.Load() == 0 && b.take(n) {
 			return nil
 		}
 		if n > b.limit-b.resume {
 			return b.acquireInTurn(ctx, stop, n)
 		}
-		if err := b.wait(ctx, stop, func() bool { return !b.reserved.Load() && b.fits(b.used.Load(), n) }); err != nil {
+		if err := b.wait(ctx, stop, func() bool { return b.reserved.Load() == 0 && b.fits(b.used.Load(), n) }); err != nil {
 			return err
 		}
 	}
@@ -176,7 +177,7 @@ func (b *inFlightBudget) acquireInTurn(ctx context.Context, stop <-chan struct{}
 			break
 		}
 	}
-	b.reserved.Store(true)
+	b.reserved.Store(n)
 	defer b.pass()
 	for !b.take(n) {
 		if err := b.wait(ctx, stop, func() bool { return b.fits(b.used.Load(), n) }); err != nil {
@@ -216,7 +217,7 @@ func (b *inFlightBudget) wait(ctx context.Context, stop <-chan struct{}, ready f
 // pass ends the turn being served: the reservation is lifted, the next turn not given
 // up comes, and every waiter looks again.
 func (b *inFlightBudget) pass() {
-	b.reserved.Store(false)
+	b.reserved.Store(0)
 	b.mu.Lock()
 	b.advance()
 	b.mu.Unlock()
@@ -251,14 +252,21 @@ func (b *inFlightBudget) inLine() int {
 	return int(b.next-b.serving) - len(b.left)
 }
 
-// release gives back n taken by acquire. Waiters are woken once use fell to resume.
+// release gives back n taken by acquire. Waiters are woken once use fell to resume,
+// and, while a large share has reserved the budget, once that share fits.
 func (b *inFlightBudget) release(n int64) {
-	if b.used.Add(-n) <= b.resume && b.waiters.Load() > 0 {
+	if u := b.used.Add(-n); u <= b.resume && b.waiters.Load() > 0 && b.reservedFits(u) {
 		b.mu.Lock()
 		close(b.freed)
 		b.freed = make(chan struct{})
 		b.mu.Unlock()
 	}
+}
+
+// reservedFits reports whether the reserved share, if any, fits when used are taken.
+func (b *inFlightBudget) reservedFits(used int64) bool {
+	r := b.reserved.Load()
+	return r == 0 || b.fits(used, r)
 }
 
 // usage returns the bytes in use now and the most ever in use.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -133,7 +134,7 @@ func TestLargeShareGivingUpLetsOthersIn(t *testing.T) {
 			stop := make(chan struct{})
 			large := make(chan error, 1)
 			go func() { large <- b.acquire(ctx, stop, 800) }()
-			testutil.WaitFor(t, 10*time.Second, "the large share to reserve the budget", func() bool { return b.reserved.Load() })
+			testutil.WaitFor(t, 10*time.Second, "the large share to reserve the budget", func() bool { return b.reserved.Load() != 0 })
 			small := make(chan error, 1)
 			go func() { small <- b.acquire(context.Background(), never, 100) }()
 			testutil.WaitFor(t, 10*time.Second, "the small share to wait behind it", func() bool { return b.waiters.Load() == 2 })
@@ -155,8 +156,8 @@ func TestLargeShareGivingUpLetsOthersIn(t *testing.T) {
 			if err := <-small; err != nil {
 				t.Fatal(err)
 			}
-			if used, _ := b.usage(); used != 600 || b.reserved.Load() {
-				t.Fatalf("used %d, reserved %v; want 600, false", used, b.reserved.Load())
+			if used, _ := b.usage(); used != 600 || b.reserved.Load() != 0 {
+				t.Fatalf("used %d, reserved %d; want 600, 0", used, b.reserved.Load())
 			}
 		})
 	}
@@ -229,13 +230,14 @@ func TestBudgetWithLargeSharesUnderConcurrentUse(t *testing.T) {
 				if n > limit && used != n {
 					t.Errorf("%d in use holding an oversized %d, want it alone", used, n)
 				}
+				runtime.Gosched() // hold it a moment, so that others wait
 				b.release(n)
 			}
 		}(g)
 	}
 	wg.Wait()
-	if used, _ := b.usage(); used != 0 || b.reserved.Load() {
-		t.Fatalf("used %d, reserved %v after all releases; want 0, false", used, b.reserved.Load())
+	if used, _ := b.usage(); used != 0 || b.reserved.Load() != 0 {
+		t.Fatalf("used %d, reserved %d after all releases; want 0, 0", used, b.reserved.Load())
 	}
 }
 
@@ -437,7 +439,7 @@ func TestStopWhileRecordLargerThanBudgetWaits(t *testing.T) {
 	}
 	b := r.e.sender.budget
 	testutil.WaitFor(t, 30*time.Second, "the large record to reserve the budget and the others to wait behind it", func() bool {
-		return b.reserved.Load() && b.waiters.Load() >= 2
+		return b.reserved.Load() != 0 && b.waiters.Load() >= 2
 	})
 	stopTraffic()
 	// Stop; the target answers again a moment later, well within the drain limit.
@@ -449,7 +451,7 @@ func TestStopWhileRecordLargerThanBudgetWaits(t *testing.T) {
 		t.Fatalf("Run = %v, want nil", err)
 	}
 	stopped := time.Since(start)
-	if b.reserved.Load() || b.inLine() != 0 {
+	if b.reserved.Load() != 0 || b.inLine() != 0 {
 		t.Fatalf("the budget is still reserved after the stop (%d in line)", b.inLine())
 	}
 
