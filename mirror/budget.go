@@ -70,11 +70,22 @@ func InFlightRecordsBound(maxInFlightPerPartition, partitions int) int64 {
 // the target acked it (or the send finally failed). Both work with the per-partition
 // record limit, not instead of it.
 //
-// A record larger than what is free waits until enough was given back; a record larger
-// than the whole budget waits until nothing is in flight and then passes alone, so no
-// record can wait forever. Waiters are woken in no particular order; a partition
-// cannot starve for long because every acked record frees its share for whoever asks
-// next.
+// A share that does not fit waits until enough was given back. Waiters are woken once
+// use fell to resume (hysteresis), so a share of at most limit-resume always fits when
+// it wakes; they are woken in no particular order, and every acked record frees room
+// for whoever asks next.
+//
+// A larger share (over limit-resume, up to larger than the whole budget) could wait
+// forever that way: while other partitions keep the budget busy, the room it needs
+// never comes free at once (issue 30, item 8). So a large share that does not fit
+// takes a turn in a line of large shares, first come first served. The one whose turn
+// it is reserves the budget: nobody else takes anything until it has taken its share
+// or given up. It is admitted once use fell to limit minus its share, or to 0 when it
+// is larger than the whole budget (then it passes alone). The records in flight are
+// acked by the producer whatever waits, so that takes about one produce round trip; a
+// claim never waits for the budget while holding something only it could give back,
+// so the reservation cannot deadlock. A waiter that gives up (its claim ends, the
+// engine stops) takes nothing and passes the turn on.
 //
 // Taking and giving back are atomic operations while nobody waits: the budgets are
 // touched twice per record, and a mutex there was one of the engine's per-record
@@ -91,14 +102,23 @@ type inFlightBudget struct {
 	// waiters counts acquires waiting for bytes; release wakes them only when it is
 	// not 0.
 	waiters atomic.Int64
+	// reserved is the large share whose turn it is while it waits for room, else 0:
+	// nothing else is taken meanwhile, and a release wakes the waiters only once that
+	// share fits (the others could not take anything anyway).
+	reserved atomic.Int64
 
 	mu sync.Mutex
-	// freed is closed, and replaced, when bytes are given back while someone waits.
+	// freed is closed, and replaced, when bytes are given back while someone waits and
+	// when a turn ends.
 	freed chan struct{}
+	// next is the turn the next large share takes, serving the turn being served, left
+	// the turns given up before they came.
+	next, serving uint64
+	left          map[uint64]bool
 }
 
 func newInFlightBudget(limit int64) *inFlightBudget {
-	return &inFlightBudget{limit: limit, resume: limit - limit/inFlightResumeShare, freed: make(chan struct{})}
+	return &inFlightBudget{limit: limit, resume: limit - limit/inFlightResumeShare, freed: make(chan struct{}), left: map[uint64]bool{}}
 }
 
 // fits reports whether n more bytes fit when used are taken.
@@ -106,53 +126,147 @@ func (b *inFlightBudget) fits(used, n int64) bool {
 	return used <= 0 || used+n <= b.limit
 }
 
-// acquire takes n bytes, waiting while they do not fit. It returns ctx's error when ctx
-// ends first and errStopped when stop is closed first; then nothing was taken.
-//
-// A waiter counts itself in waiters before it looks at used again under the lock; a
-// release subtracts from used before it reads waiters. So either the release sees the
-// waiter and wakes it, or the waiter sees the released share: no wake-up is lost. A
-// waiter wakes once use fell to resume (hysteresis), then takes what fits.
-func (b *inFlightBudget) acquire(ctx context.Context, stop <-chan struct{}, n int64) error {
+// take takes n when it fits now; false when it does not.
+func (b *inFlightBudget) take(n int64) bool {
 	for {
-		if u := b.used.Load(); b.fits(u, n) {
-			if !b.used.CompareAndSwap(u, u+n) {
-				continue
-			}
+		u := b.used.Load()
+		if !b.fits(u, n) {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
 			for p := b.peak.Load(); u+n > p && !b.peak.CompareAndSwap(p, u+n); p = b.peak.Load() {
 			}
-			return nil
-		}
-		b.mu.Lock()
-		b.waiters.Add(1)
-		if b.fits(b.used.Load(), n) {
-			b.waiters.Add(-1)
-			b.mu.Unlock()
-			continue
-		}
-		freed := b.freed
-		b.mu.Unlock()
-		select {
-		case <-freed:
-			b.waiters.Add(-1)
-		case <-ctx.Done():
-			b.waiters.Add(-1)
-			return ctx.Err()
-		case <-stop:
-			b.waiters.Add(-1)
-			return errStopped
+			return true
 		}
 	}
 }
 
-// release gives back n taken by acquire. Waiters are woken once use fell to resume.
+// acquire takes n bytes, waiting while they do not fit or the budget is reserved. It
+// returns ctx's error when ctx ends first and errStopped when stop is closed first;
+// then nothing was taken.
+func (b *inFlightBudget) acquire(ctx context.Context, stop <-chan struct{}, n int64) error {
+	for {
+		if b.reserved.Load() == 0 && b.take(n) {
+			return nil
+		}
+		if n > b.limit-b.resume {
+			return b.acquireInTurn(ctx, stop, n)
+		}
+		if err := b.wait(ctx, stop, func() bool { return b.reserved.Load() == 0 && b.fits(b.used.Load(), n) }); err != nil {
+			return err
+		}
+	}
+}
+
+// acquireInTurn is acquire for a large share: it waits for its turn, reserves the
+// budget, waits for room and takes n, then passes the turn on.
+func (b *inFlightBudget) acquireInTurn(ctx context.Context, stop <-chan struct{}, n int64) error {
+	b.mu.Lock()
+	turn := b.next
+	b.next++
+	b.mu.Unlock()
+	for {
+		if err := b.wait(ctx, stop, func() bool { return b.serving == turn }); err != nil {
+			b.leave(turn)
+			return err
+		}
+		b.mu.Lock()
+		mine := b.serving == turn
+		b.mu.Unlock()
+		if mine {
+			break
+		}
+	}
+	b.reserved.Store(n)
+	defer b.pass()
+	for !b.take(n) {
+		if err := b.wait(ctx, stop, func() bool { return b.fits(b.used.Load(), n) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wait returns nil once ready might hold: at once when it holds now, else after bytes
+// were given back or a turn ended. ready is called under the lock.
+//
+// A waiter counts itself in waiters before it looks at the budget under the lock; a
+// release subtracts from used before it reads waiters, and a turn ends (pass) before
+// it takes the lock to wake. So either the waiter sees the change or it is woken: no
+// wake-up is lost.
+func (b *inFlightBudget) wait(ctx context.Context, stop <-chan struct{}, ready func() bool) error {
+	b.mu.Lock()
+	b.waiters.Add(1)
+	defer b.waiters.Add(-1)
+	if ready() {
+		b.mu.Unlock()
+		return nil
+	}
+	freed := b.freed
+	b.mu.Unlock()
+	select {
+	case <-freed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stop:
+		return errStopped
+	}
+}
+
+// pass ends the turn being served: the reservation is lifted, the next turn not given
+// up comes, and every waiter looks again.
+func (b *inFlightBudget) pass() {
+	b.reserved.Store(0)
+	b.mu.Lock()
+	b.advance()
+	b.mu.Unlock()
+}
+
+// leave gives up turn before it was served (or as it came).
+func (b *inFlightBudget) leave(turn uint64) {
+	b.mu.Lock()
+	if b.serving == turn {
+		b.advance()
+	} else {
+		b.left[turn] = true
+	}
+	b.mu.Unlock()
+}
+
+// advance moves to the next turn not given up and wakes the waiters. Called under the lock.
+func (b *inFlightBudget) advance() {
+	b.serving++
+	for b.left[b.serving] {
+		delete(b.left, b.serving)
+		b.serving++
+	}
+	close(b.freed)
+	b.freed = make(chan struct{})
+}
+
+// inLine returns how many large shares hold a turn: the one served and those waiting.
+func (b *inFlightBudget) inLine() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return int(b.next-b.serving) - len(b.left)
+}
+
+// release gives back n taken by acquire. Waiters are woken once use fell to resume,
+// and, while a large share has reserved the budget, once that share fits.
 func (b *inFlightBudget) release(n int64) {
-	if b.used.Add(-n) <= b.resume && b.waiters.Load() > 0 {
+	if u := b.used.Add(-n); u <= b.resume && b.waiters.Load() > 0 && b.reservedFits(u) {
 		b.mu.Lock()
 		close(b.freed)
 		b.freed = make(chan struct{})
 		b.mu.Unlock()
 	}
+}
+
+// reservedFits reports whether the reserved share, if any, fits when used are taken.
+func (b *inFlightBudget) reservedFits(used int64) bool {
+	r := b.reserved.Load()
+	return r == 0 || b.fits(used, r)
 }
 
 // usage returns the bytes in use now and the most ever in use.

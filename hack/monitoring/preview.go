@@ -204,24 +204,47 @@ func plotPanel(engine *promql.Engine, db *tsdb.DB, p panel, start, end time.Time
 			return nil, err
 		}
 		for _, series := range matrix {
-			pts := make(plotter.XYs, 0, len(series.Floats))
-			for _, f := range series.Floats {
-				pts = append(pts, plotter.XY{X: float64(f.T-start.UnixMilli()) / 1000, Y: f.F})
+			// A step with no value (the catch-up time while the lag does not shrink) is a
+			// gap, as Grafana draws it: one line per run of consecutive steps.
+			var first *plotter.Line
+			for _, run := range runs(series.Floats, previewScrape) {
+				pts := make(plotter.XYs, 0, len(run))
+				for _, f := range run {
+					pts = append(pts, plotter.XY{X: float64(f.T-start.UnixMilli()) / 1000, Y: f.F})
+				}
+				l, err := plotter.NewLine(pts)
+				if err != nil {
+					return nil, err
+				}
+				l.Color = plotutil.Color(line)
+				l.Width = vg.Points(1.5)
+				pl.Add(l)
+				if first == nil {
+					first = l
+				}
 			}
-			l, err := plotter.NewLine(pts)
-			if err != nil {
-				return nil, err
+			if first != nil {
+				pl.Legend.Add(legend(q.Legend, series.Metric), first)
 			}
-			l.Color = plotutil.Color(line)
-			l.Width = vg.Points(1.5)
-			pl.Add(l)
-			pl.Legend.Add(legend(q.Legend, series.Metric), l)
 			line++
 		}
 		query.Close()
 	}
 	pl.Add(plotter.NewGrid())
 	return pl, nil
+}
+
+// runs splits a series' points where a step has no value.
+func runs(fs []promql.FPoint, step time.Duration) [][]promql.FPoint {
+	var out [][]promql.FPoint
+	begin := 0
+	for i := 1; i <= len(fs); i++ {
+		if i == len(fs) || fs[i].T-fs[i-1].T > step.Milliseconds() {
+			out = append(out, fs[begin:i])
+			begin = i
+		}
+	}
+	return out
 }
 
 // legend fills a Grafana legend template ({{label}}) from the series' labels.
