@@ -46,6 +46,7 @@ type options struct {
 	// Kafka brokers (realkafka.go) instead of the kfake benchmark.
 	kafka    string
 	realKill bool
+	mm2Heap  string
 	// The across-regions section (distance.go).
 	distance          bool
 	latencyOnly       bool
@@ -94,6 +95,7 @@ func parseOptions(args []string) (options, error) {
 	rtts := fs.String("distance-rtts", "0,20ms,100ms", "round trips added in front of the target, comma-separated; the last one is also put in front of the source")
 	dbrokers := fs.String("distance-brokers", "1,3", "target broker counts of the across-regions section, comma-separated")
 	fs.StringVar(&o.kafka, "kafka", "kfake", "the brokers: kfake (in-process, the default), or real: two single-broker Apache Kafka clusters (make kafka) with the engine, the bare forwarder and MirrorMaker 2 (make kafka-mm2) in alternating rounds, into docs/benchmarks/mm2-results.*; then --records defaults to 200000, --value-size to 1024 and --rounds to 3")
+	fs.StringVar(&o.mm2Heap, "mm2-heap", defaultMM2Heap, "with --kafka real, MirrorMaker 2's JVM -Xmx")
 	fs.BoolVar(&o.realKill, "kill9", true, "with --kafka real, also kill -9 the engine and MirrorMaker 2 mid-stream, restart them and count duplicates and losses")
 	if err := fs.Parse(args); err != nil {
 		return o, err

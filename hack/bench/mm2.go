@@ -25,12 +25,13 @@ const (
 	mm2TargetAlias = "target"
 )
 
-// mm2Heap is MirrorMaker's JVM heap: -Xms and -Xmx. connect-mirror-maker.sh starts it
-// with -Xms256M -Xmx2G; the benchmark caps the heap at 512 MiB, which a single flow of
-// 8 partitions does not come near, so that its RSS is not a large heap's idle reserve.
+// mm2HeapMin is MirrorMaker's -Xms, as connect-mirror-maker.sh starts it; its -Xmx is
+// --mm2-heap (default defaultMM2Heap, where the script says 2G). With 512m, MirrorMaker
+// ran out of heap in the first run: each of its 8 tasks has a consumer (fetch.max.bytes
+// 50 MiB) and a producer (buffer.memory 32 MiB) of its own.
 const (
-	mm2HeapMin = "256m"
-	mm2HeapMax = "512m"
+	mm2HeapMin     = "256m"
+	defaultMM2Heap = "1g"
 )
 
 // mm2Spec is one MirrorMaker 2 run: the flow from source to target for topic.
@@ -124,12 +125,12 @@ rootLogger.level = WARN
 rootLogger.appenderRef.out.ref = OUT
 `
 
-// mm2JVMArgs are the java arguments of a MirrorMaker run: the heap above, the garbage
+// mm2JVMArgs are the java arguments of a MirrorMaker run: -Xms mm2HeapMin, -Xmx heap, the
 // collector flags of Kafka's own kafka-run-class.sh (G1, 20 ms pause goal), its log4j
 // config, and the jars.
-func mm2JVMArgs(jars, log4jPath, propsPath string) []string {
+func mm2JVMArgs(heap, jars, log4jPath, propsPath string) []string {
 	return []string{
-		"-Xms" + mm2HeapMin, "-Xmx" + mm2HeapMax,
+		"-Xms" + mm2HeapMin, "-Xmx" + heap,
 		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
 		"-XX:+ExplicitGCInvokesConcurrent", "-XX:+ExitOnOutOfMemoryError",
 		"-Djava.awt.headless=true",

@@ -114,8 +114,8 @@ func TestRenderJavaPropertiesEscapes(t *testing.T) {
 }
 
 func TestMM2JVMArgs(t *testing.T) {
-	args := strings.Join(mm2JVMArgs("/jars", "/w/log4j2.properties", "/w/mm2.properties"), " ")
-	for _, want := range []string{"-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-Dlog4j2.configurationFile=/w/log4j2.properties",
+	args := strings.Join(mm2JVMArgs("1g", "/jars", "/w/log4j2.properties", "/w/mm2.properties"), " ")
+	for _, want := range []string{"-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-Dlog4j2.configurationFile=/w/log4j2.properties",
 		"-cp /jars/* org.apache.kafka.connect.mirror.MirrorMaker /w/mm2.properties"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("java arguments %q lack %q", args, want)
@@ -138,6 +138,9 @@ func TestParseOptionsKafkaReal(t *testing.T) {
 	o, err := parseOptions([]string{"--kafka", "real"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.mm2Heap != defaultMM2Heap {
+		t.Errorf("--mm2-heap defaults to %q, want %q", o.mm2Heap, defaultMM2Heap)
 	}
 	if o.records != 200_000 || o.valueSize != 1024 || o.rounds != 3 || o.partitions != 8 || !o.realKill {
 		t.Errorf("--kafka real defaults: records %d, value size %d, rounds %d, partitions %d, kill9 %v", o.records, o.valueSize, o.rounds, o.partitions, o.realKill)

@@ -203,7 +203,7 @@ func (b *bench) realKafka(ctx context.Context) error {
 
 	rep := realReport{
 		Date: time.Now().UTC().Format(time.RFC3339), Commit: gitCommit(), CPU: cpuModel(), Cores: numCPU(),
-		KafkaVersion: realkafka.Version, MM2Version: mm2Version, MM2Heap: "-Xms" + mm2HeapMin + " -Xmx" + mm2HeapMax,
+		KafkaVersion: realkafka.Version, MM2Version: mm2Version, MM2Heap: "-Xms" + mm2HeapMin + " -Xmx" + b.o.mm2Heap,
 		Records: b.o.records, ValueSize: b.o.valueSize, Partitions: b.o.partitions, Rounds: b.o.rounds,
 	}
 	for i := range b.o.rounds {
@@ -350,7 +350,7 @@ func (rb *realBench) startMM2(name string, spec mm2Spec) (*engineproc.Process, e
 	if home := os.Getenv("JAVA_HOME"); home != "" {
 		java = filepath.Join(home, "bin", "java")
 	}
-	cmd := exec.Command(java, mm2JVMArgs(rb.mm2Jars, log4j, props)...)
+	cmd := exec.Command(java, mm2JVMArgs(rb.o.mm2Heap, rb.mm2Jars, log4j, props)...)
 	p, err := engineproc.Start(cmd, engineproc.Options{LogPath: filepath.Join(rb.workDir, name+".log")})
 	if err != nil {
 		return nil, fmt.Errorf("while starting MirrorMaker 2: %w", err)
