@@ -47,6 +47,8 @@ type options struct {
 	kafka    string
 	realKill bool
 	mm2Heap  string
+	// mm2Props are added to (or override) MirrorMaker 2's mm2.properties.
+	mm2Props map[string]string
 	// The across-regions section (distance.go).
 	distance          bool
 	latencyOnly       bool
@@ -96,6 +98,7 @@ func parseOptions(args []string) (options, error) {
 	dbrokers := fs.String("distance-brokers", "1,3", "target broker counts of the across-regions section, comma-separated")
 	fs.StringVar(&o.kafka, "kafka", "kfake", "the brokers: kfake (in-process, the default), or real: two single-broker Apache Kafka clusters (make kafka) with the engine, the bare forwarder and MirrorMaker 2 (make kafka-mm2) in alternating rounds, into docs/benchmarks/mm2-results.*; then --records defaults to 200000, --value-size to 1024 and --rounds to 3")
 	fs.StringVar(&o.mm2Heap, "mm2-heap", defaultMM2Heap, "with --kafka real, MirrorMaker 2's JVM -Xmx")
+	mm2Props := fs.String("mm2-props", "", "with --kafka real, properties added to MirrorMaker 2's mm2.properties, comma-separated KEY=VALUE (for example target.producer.batch.size=1048576,target.producer.linger.ms=5)")
 	fs.BoolVar(&o.realKill, "kill9", true, "with --kafka real, also kill -9 the engine and MirrorMaker 2 mid-stream, restart them and count duplicates and losses")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -146,6 +149,19 @@ func parseOptions(args []string) (options, error) {
 			return o, fmt.Errorf("--engine-env: %q is not KEY=VALUE", kv)
 		}
 		o.engineEnv = append(o.engineEnv, kv)
+	}
+	for _, kv := range strings.Split(*mm2Props, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			return o, fmt.Errorf("--mm2-props: %q is not KEY=VALUE", kv)
+		}
+		if o.mm2Props == nil {
+			o.mm2Props = map[string]string{}
+		}
+		o.mm2Props[k] = strings.TrimSpace(v)
 	}
 	var err error
 	if o.distanceBrokers, err = parseInts(*dbrokers); err != nil || len(o.distanceBrokers) == 0 {

@@ -41,6 +41,8 @@ type mm2Spec struct {
 	partitions     int
 	// exactlyOnce turns on exactly.once.source.support on the target's worker (KIP-618).
 	exactlyOnce bool
+	// extra are added last, over the properties above (--mm2-props).
+	extra map[string]string
 }
 
 // mm2Properties is the mm2.properties of spec: one flow source->target of the topic,
@@ -82,6 +84,9 @@ func mm2Properties(s mm2Spec) map[string]string {
 	}
 	if s.exactlyOnce {
 		p["exactly.once.source.support"] = "enabled"
+	}
+	for k, v := range s.extra {
+		p[k] = v
 	}
 	return p
 }

@@ -85,6 +85,12 @@ func TestMM2Properties(t *testing.T) {
 	if _, ok := got["exactly.once.source.support"]; ok {
 		t.Errorf("exactly.once.source.support is set without exactlyOnce")
 	}
+	spec.extra = map[string]string{"target.producer.batch.size": "1048576", "tasks.max": "2"}
+	got = mm2Properties(spec)
+	if got["target.producer.batch.size"] != "1048576" || got["tasks.max"] != "2" {
+		t.Errorf("--mm2-props were not added over the defaults: batch.size %q, tasks.max %q", got["target.producer.batch.size"], got["tasks.max"])
+	}
+	spec.extra = nil
 	spec.exactlyOnce = true
 	if got := mm2Properties(spec)["exactly.once.source.support"]; got != "enabled" {
 		t.Errorf("with exactlyOnce, exactly.once.source.support = %q, want enabled", got)
@@ -151,6 +157,16 @@ func TestParseOptionsKafkaReal(t *testing.T) {
 	}
 	if o.records != 5000 || o.rounds != 1 || o.realKill {
 		t.Errorf("explicit flags were overridden: records %d, rounds %d, kill9 %v", o.records, o.rounds, o.realKill)
+	}
+	o, err = parseOptions([]string{"--kafka", "real", "--mm2-props", "target.producer.batch.size=1048576, target.producer.linger.ms=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.mm2Props) != 2 || o.mm2Props["target.producer.batch.size"] != "1048576" || o.mm2Props["target.producer.linger.ms"] != "5" {
+		t.Errorf("--mm2-props parsed as %v", o.mm2Props)
+	}
+	if _, err := parseOptions([]string{"--kafka", "real", "--mm2-props", "novalue"}); err == nil || !strings.Contains(err.Error(), "--mm2-props") {
+		t.Errorf("--mm2-props novalue: err = %v, want one naming --mm2-props", err)
 	}
 	if _, err := parseOptions([]string{"--kafka", "kraft"}); err == nil || !strings.Contains(err.Error(), "--kafka") {
 		t.Errorf("--kafka kraft: err = %v, want one naming --kafka", err)

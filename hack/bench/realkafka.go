@@ -148,19 +148,20 @@ type killResult struct {
 
 // realReport is mm2-results.json.
 type realReport struct {
-	Date         string       `json:"date"`
-	Commit       string       `json:"commit"`
-	CPU          string       `json:"cpu"`
-	Cores        int          `json:"cores"`
-	KafkaVersion string       `json:"kafkaVersion"`
-	MM2Version   string       `json:"mirrorMakerVersion"`
-	MM2Heap      string       `json:"mirrorMakerHeap"`
-	Records      int          `json:"records"`
-	ValueSize    int          `json:"valueSize"`
-	Partitions   int          `json:"partitions"`
-	Rounds       int          `json:"rounds"`
-	Runs         []realResult `json:"runs"`
-	Kill         []killResult `json:"kill9,omitempty"`
+	Date         string            `json:"date"`
+	Commit       string            `json:"commit"`
+	CPU          string            `json:"cpu"`
+	Cores        int               `json:"cores"`
+	KafkaVersion string            `json:"kafkaVersion"`
+	MM2Version   string            `json:"mirrorMakerVersion"`
+	MM2Heap      string            `json:"mirrorMakerHeap"`
+	MM2Props     map[string]string `json:"mirrorMakerExtraProperties,omitempty"`
+	Records      int               `json:"records"`
+	ValueSize    int               `json:"valueSize"`
+	Partitions   int               `json:"partitions"`
+	Rounds       int               `json:"rounds"`
+	Runs         []realResult      `json:"runs"`
+	Kill         []killResult      `json:"kill9,omitempty"`
 }
 
 // realBench is the state of the real-Kafka comparison.
@@ -204,7 +205,7 @@ func (b *bench) realKafka(ctx context.Context) error {
 	rep := realReport{
 		Date: time.Now().UTC().Format(time.RFC3339), Commit: gitCommit(), CPU: cpuModel(), Cores: numCPU(),
 		KafkaVersion: realkafka.Version, MM2Version: mm2Version, MM2Heap: "-Xms" + mm2HeapMin + " -Xmx" + b.o.mm2Heap,
-		Records: b.o.records, ValueSize: b.o.valueSize, Partitions: b.o.partitions, Rounds: b.o.rounds,
+		MM2Props: b.o.mm2Props, Records: b.o.records, ValueSize: b.o.valueSize, Partitions: b.o.partitions, Rounds: b.o.rounds,
 	}
 	for i := range b.o.rounds {
 		for j := range realArms {
@@ -330,7 +331,7 @@ func (rb *realBench) start(arm, run string) (*engineproc.Process, error) {
 		p, _, err := rb.launch([]string{self, forwarderCommand}, spec, run, dataTopic, target)
 		return p, err
 	case realMM2:
-		return rb.startMM2(rb.runName(run), mm2Spec{source: rb.srcBrokers, target: target, topic: dataTopic, partitions: rb.o.partitions})
+		return rb.startMM2(rb.runName(run), mm2Spec{source: rb.srcBrokers, target: target, topic: dataTopic, partitions: rb.o.partitions, extra: rb.o.mm2Props})
 	}
 	return nil, fmt.Errorf("unknown arm %q", arm)
 }
@@ -590,6 +591,9 @@ func summarizeReal(runs []realResult) []realSummary {
 func writeRealMarkdown(w io.Writer, rep realReport) {
 	fmt.Fprintf(w, "Apache Kafka %s brokers (one per cluster), MirrorMaker 2 %s (%s), %s records of %d bytes in %d partitions, %d rounds; %s, %d cores; commit %s, %s.\n\n",
 		rep.KafkaVersion, rep.MM2Version, rep.MM2Heap, fmtCount(rep.Records), rep.ValueSize, rep.Partitions, rep.Rounds, rep.CPU, rep.Cores, rep.Commit, rep.Date)
+	if len(rep.MM2Props) > 0 {
+		fmt.Fprintf(w, "MirrorMaker 2 with these properties added: %s.\n\n", strings.TrimSpace(renderJavaProperties(rep.MM2Props)))
+	}
 	rows := [][]string{{"mirror", "records/s", "MB/s", "CPU s / million records (process life)", "CPU s / million records (first to last record)", "peak RSS", "start to first record", "audit (every round)"}}
 	for _, s := range summarizeReal(rep.Runs) {
 		rows = append(rows, []string{s.Arm, fmt.Sprintf("%.0f", s.Rate), fmt.Sprintf("%.1f", s.MBps), fmt.Sprintf("%.2f", s.CPUPerMillion), fmt.Sprintf("%.2f", s.MirrorCPU),
