@@ -592,7 +592,7 @@ func writeRealMarkdown(w io.Writer, rep realReport) {
 	fmt.Fprintf(w, "Apache Kafka %s brokers (one per cluster), MirrorMaker 2 %s (%s), %s records of %d bytes in %d partitions, %d rounds; %s, %d cores; commit %s, %s.\n\n",
 		rep.KafkaVersion, rep.MM2Version, rep.MM2Heap, fmtCount(rep.Records), rep.ValueSize, rep.Partitions, rep.Rounds, rep.CPU, rep.Cores, rep.Commit, rep.Date)
 	if len(rep.MM2Props) > 0 {
-		fmt.Fprintf(w, "MirrorMaker 2 with these properties added: %s.\n\n", strings.TrimSpace(renderJavaProperties(rep.MM2Props)))
+		fmt.Fprintf(w, "MirrorMaker 2 with these properties added: %s.\n\n", strings.Join(strings.Fields(renderJavaProperties(rep.MM2Props)), ", "))
 	}
 	rows := [][]string{{"mirror", "records/s", "MB/s", "CPU s / million records (process life)", "CPU s / million records (first to last record)", "peak RSS", "start to first record", "audit (every round)"}}
 	for _, s := range summarizeReal(rep.Runs) {
