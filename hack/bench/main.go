@@ -46,7 +46,9 @@ type options struct {
 	// Kafka brokers (realkafka.go) instead of the kfake benchmark.
 	kafka    string
 	realKill bool
-	mm2Heap  string
+	// realKillEOS adds the exactly-once arms to the kill -9 test.
+	realKillEOS bool
+	mm2Heap     string
 	// mm2Props are added to (or override) MirrorMaker 2's mm2.properties.
 	mm2Props map[string]string
 	// The across-regions section (distance.go).
@@ -99,6 +101,7 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.kafka, "kafka", "kfake", "the brokers: kfake (in-process, the default), or real: two single-broker Apache Kafka clusters (make kafka) with the engine, the bare forwarder and MirrorMaker 2 (make kafka-mm2) in alternating rounds, into docs/benchmarks/mm2-results.*; then --records defaults to 200000, --value-size to 1024 and --rounds to 3")
 	fs.StringVar(&o.mm2Heap, "mm2-heap", defaultMM2Heap, "with --kafka real, MirrorMaker 2's JVM -Xmx")
 	mm2Props := fs.String("mm2-props", "", "with --kafka real, properties added to MirrorMaker 2's mm2.properties, comma-separated KEY=VALUE (for example target.producer.batch.size=1048576,target.producer.linger.ms=5)")
+	fs.BoolVar(&o.realKillEOS, "kill9-exactly-once", true, "with --kafka real and --kill9, also kill -9 the engine with delivery: exactlyOnce and MirrorMaker 2 with exactly.once.source.support=enabled, audited read_committed")
 	fs.BoolVar(&o.realKill, "kill9", true, "with --kafka real, also kill -9 the engine and MirrorMaker 2 mid-stream, restart them and count duplicates and losses")
 	if err := fs.Parse(args); err != nil {
 		return o, err

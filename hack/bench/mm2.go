@@ -83,7 +83,9 @@ func mm2Properties(s mm2Spec) map[string]string {
 		src + ".consumer.auto.offset.reset":     "earliest",
 	}
 	if s.exactlyOnce {
-		p["exactly.once.source.support"] = "enabled"
+		// Per target cluster, as the MirrorMaker documentation writes it; the worker then
+		// writes each task's records and source offsets in one transaction.
+		p[tgt+".exactly.once.source.support"] = "enabled"
 	}
 	for k, v := range s.extra {
 		p[k] = v

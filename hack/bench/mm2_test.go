@@ -82,8 +82,8 @@ func TestMM2Properties(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
-	if _, ok := got["exactly.once.source.support"]; ok {
-		t.Errorf("exactly.once.source.support is set without exactlyOnce")
+	if _, ok := got["target.exactly.once.source.support"]; ok {
+		t.Errorf("target.exactly.once.source.support is set without exactlyOnce")
 	}
 	spec.extra = map[string]string{"target.producer.batch.size": "1048576", "tasks.max": "2"}
 	got = mm2Properties(spec)
@@ -92,8 +92,8 @@ func TestMM2Properties(t *testing.T) {
 	}
 	spec.extra = nil
 	spec.exactlyOnce = true
-	if got := mm2Properties(spec)["exactly.once.source.support"]; got != "enabled" {
-		t.Errorf("with exactlyOnce, exactly.once.source.support = %q, want enabled", got)
+	if got := mm2Properties(spec)["target.exactly.once.source.support"]; got != "enabled" {
+		t.Errorf("with exactlyOnce, target.exactly.once.source.support = %q, want enabled", got)
 	}
 }
 
@@ -212,5 +212,18 @@ func TestParseProcStatCPU(t *testing.T) {
 	}
 	if _, err := parseProcStatCPU("no parentheses"); err == nil {
 		t.Error("a stat line without a command name parsed without an error")
+	}
+}
+
+func TestArmFileName(t *testing.T) {
+	for arm, want := range map[string]string{
+		realEngine:    "kafka-mirror",
+		realForwarder: "sarama-forwarder",
+		realMM2EOS:    "mirrormaker-2-exactly.once.source.support",
+		realEngineEOS: "kafka-mirror-exactlyonce",
+	} {
+		if got := armFileName(arm); got != want {
+			t.Errorf("armFileName(%q) = %q, want %q", arm, got, want)
+		}
 	}
 }
