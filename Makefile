@@ -83,8 +83,8 @@ e2e-kafka-smoke: build kafka ## Run the real-Kafka smoke subset (single brokers:
 	KAFKA_MIRROR_BIN="$(CURDIR)/bin/kafka-mirror" KAFKA_JARS="$$(bash hack/kafka.sh)" go test -tags kafka -timeout 20m -count=1 -v -run '$(E2E_KAFKA_SMOKE)' ./test/e2ekafka/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
 
 .PHONY: bench
-bench: ## Measure throughput, latency and memory against the broker-bound limit (docs/benchmarks/).
-	go run ./hack/bench $(if $(PROFILE),--profile) $(BENCH_ARGS)
+bench: $(if $(filter real,$(KAFKA)),kafka kafka-mm2) ## Measure throughput, latency and memory against the broker-bound limit (docs/benchmarks/); KAFKA=real: beside MirrorMaker 2 on Apache Kafka (docs/benchmarks/mm2.md).
+	$(if $(filter real,$(KAFKA)),KAFKA_JARS="$$(bash hack/kafka.sh)" MM2_JARS="$$(bash hack/kafka-mm2.sh)") go run ./hack/bench $(if $(filter real,$(KAFKA)),--kafka real) $(if $(PROFILE),--profile) $(BENCH_ARGS)
 
 .PHONY: bench-operator
 bench-operator: envtest ## Measure the operator at fleet scale (envtest + kfake) into docs/benchmarks/operator.md; BENCH_OPERATOR_ARGS="--mirrors 1000".
@@ -148,6 +148,10 @@ envtest: ## Build (once, cached) the kube-apiserver and etcd that envtest runs.
 .PHONY: kafka
 kafka: ## Fetch (once, cached) the Apache Kafka jars the real-Kafka tests run, with Maven (hack/kafka/pom.xml).
 	@bash hack/kafka.sh >/dev/null
+
+.PHONY: kafka-mm2
+kafka-mm2: ## Fetch (once, cached) the MirrorMaker 2 jars make bench KAFKA=real runs, with Maven (hack/kafka/mm2/pom.xml).
+	@bash hack/kafka-mm2.sh >/dev/null
 
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN)

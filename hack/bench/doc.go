@@ -17,6 +17,13 @@
 // engine, the bare forwarder and a franz-go forwarder (kgoforwarder.go) through
 // toxiproxy latency in front of the target or the source.
 //
+// With --kafka real (`make bench KAFKA=real`, realkafka.go and mm2.go, issue 27) it runs
+// none of that: it starts two single-broker Apache Kafka clusters (internal/realkafka)
+// and mirrors the same preloaded topic with the engine, the bare forwarder and
+// MirrorMaker 2 in dedicated mode, in alternating rounds, each run audited record by
+// record, then kills the engine and MirrorMaker 2 with SIGKILL mid-stream, at-least-once
+// and exactly-once, and counts duplicates and losses (docs/benchmarks/mm2.md).
+//
 // Because the machine is shared and noisy, the numbers that matter are ratios of
 // measurements taken in the same run, alternated round by round. Results are printed
 // and written to docs/benchmarks/results.json and results.md.

@@ -42,6 +42,15 @@ type options struct {
 	skipEngine     bool
 	keepLogs       bool
 	exactlyOnce    bool
+	// kafka is "kfake" (the default) or "real": the MirrorMaker 2 comparison on Apache
+	// Kafka brokers (realkafka.go) instead of the kfake benchmark.
+	kafka    string
+	realKill bool
+	// realKillEOS adds the exactly-once arms to the kill -9 test.
+	realKillEOS bool
+	mm2Heap     string
+	// mm2Props are added to (or override) MirrorMaker 2's mm2.properties.
+	mm2Props map[string]string
 	// The across-regions section (distance.go).
 	distance          bool
 	latencyOnly       bool
@@ -89,11 +98,32 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.distanceRounds, "distance-rounds", 1, "rounds of each across-regions layout")
 	rtts := fs.String("distance-rtts", "0,20ms,100ms", "round trips added in front of the target, comma-separated; the last one is also put in front of the source")
 	dbrokers := fs.String("distance-brokers", "1,3", "target broker counts of the across-regions section, comma-separated")
+	fs.StringVar(&o.kafka, "kafka", "kfake", "the brokers: kfake (in-process, the default), or real: two single-broker Apache Kafka clusters (make kafka) with the engine, the bare forwarder and MirrorMaker 2 (make kafka-mm2) in alternating rounds, into docs/benchmarks/mm2-results.*; then --records defaults to 200000, --value-size to 1024 and --rounds to 3")
+	fs.StringVar(&o.mm2Heap, "mm2-heap", defaultMM2Heap, "with --kafka real, MirrorMaker 2's JVM -Xmx")
+	mm2Props := fs.String("mm2-props", "", "with --kafka real, properties added to MirrorMaker 2's mm2.properties, comma-separated KEY=VALUE (for example target.producer.batch.size=1048576,target.producer.linger.ms=5)")
+	fs.BoolVar(&o.realKillEOS, "kill9-exactly-once", true, "with --kafka real and --kill9, also kill -9 the engine with delivery: exactlyOnce and MirrorMaker 2 with exactly.once.source.support=enabled, audited read_committed")
+	fs.BoolVar(&o.realKill, "kill9", true, "with --kafka real, also kill -9 the engine and MirrorMaker 2 mid-stream, restart them and count duplicates and losses")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch o.kafka {
+	case "kfake":
+	case "real":
+		real := map[string]func(){
+			"records":    func() { o.records = 200_000 },
+			"value-size": func() { o.valueSize = 1024 },
+			"rounds":     func() { o.rounds = 3 },
+		}
+		for name, apply := range real {
+			if !set[name] {
+				apply()
+			}
+		}
+	default:
+		return o, fmt.Errorf("--kafka: %q is neither kfake nor real", o.kafka)
+	}
 	if o.quick {
 		quick := map[string]func(){
 			"records":           func() { o.records = 100_000 },
@@ -122,6 +152,19 @@ func parseOptions(args []string) (options, error) {
 			return o, fmt.Errorf("--engine-env: %q is not KEY=VALUE", kv)
 		}
 		o.engineEnv = append(o.engineEnv, kv)
+	}
+	for _, kv := range strings.Split(*mm2Props, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			return o, fmt.Errorf("--mm2-props: %q is not KEY=VALUE", kv)
+		}
+		if o.mm2Props == nil {
+			o.mm2Props = map[string]string{}
+		}
+		o.mm2Props[k] = strings.TrimSpace(v)
 	}
 	var err error
 	if o.distanceBrokers, err = parseInts(*dbrokers); err != nil || len(o.distanceBrokers) == 0 {

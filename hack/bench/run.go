@@ -66,6 +66,13 @@ func run(ctx context.Context, o options) error {
 	if o.latencyOnly {
 		return b.acrossRegionsOnly(ctx)
 	}
+	if o.kafka == "real" {
+		if err := b.realKafka(ctx); err != nil {
+			keep = true
+			return err
+		}
+		return nil
+	}
 	if err := b.setup(ctx); err != nil {
 		return err
 	}
