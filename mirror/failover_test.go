@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
@@ -302,19 +303,7 @@ func TestFailoverImmediateReportsWhatWasLeftBehind(t *testing.T) {
 		t.Fatalf("immediate failover with the source failed: %v", err)
 	}
 	got := readTarget(t, c.target, testTopic, 0, 300*time.Millisecond, 30*time.Second)
-	missing := map[int32]int64{}
-	for p := int32(0); p < partitions; p++ {
-		seen := map[int]bool{}
-		for _, rec := range got[p] {
-			_, i := recordID(t, rec)
-			seen[i] = true
-		}
-		for i := 0; i < w.next[p]; i++ {
-			if !seen[i] {
-				missing[p]++
-			}
-		}
-	}
+	missing := missingOnTarget(t, w, got)
 	ends := topicEndOffsets(t, c.source, testTopic)
 	for i, p := range cut.Partitions {
 		if p.LeftBehind != nil || p.LeftBehindNote != UnknownSourceUnreachable || p.SourceEnd != nil {
@@ -358,4 +347,94 @@ func waitFor(t *testing.T, ceiling time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestFailoverImmediateAfterTheSourceWasCutOff: the source cluster goes away while the
+// mirror lags (its fetches fail, then the cluster is closed) and the mirror is then
+// stopped. An immediate failover reports "unknown: source unreachable", and the last
+// records it says were mirrored leave behind exactly what an audit of the target finds
+// missing of what the producer wrote. The group's checkpoint is written from the target.
+func TestFailoverImmediateAfterTheSourceWasCutOff(t *testing.T) {
+	const partitions, mirrored, behind = 2, 100, 50
+	c := newClusters(t, partitions)
+	cfg := failoverConfig(t, c)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, mirrored)
+	consumeAndCommit(t, c.source, "app-early", 60)
+	r := startEngine(t, cfg, testLogger(t))
+	readTarget(t, c.target, testTopic, partitions*mirrored, 0, 60*time.Second)
+	waitFor(t, 30*time.Second, "a checkpoint of app-early on the target", func() bool { return len(targetGroupOffsets(t, c, "app-early")) > 0 })
+	// The cut: the mirror's fetches fail from now on, the producer writes on, then the
+	// cluster is gone.
+	c.source.ControlKey(kmsg.Fetch.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.source.KeepControl()
+		return nil, errors.New("the source is cut off"), true
+	})
+	w.produce(t, c.source, behind)
+	c.source.Close()
+	if err := r.stop(t); err != nil {
+		t.Logf("the mirror stopped with: %v", err)
+	}
+
+	report, err := Failover(context.Background(), cfg, FailoverOptions{Mode: FailoverImmediate, Timeout: 5 * time.Second}, failoverOpts(t)...)
+	if err != nil {
+		t.Fatalf("immediate failover failed: %v", err)
+	}
+	if report.SourceReachable || !report.Completed || len(report.Partitions) != partitions {
+		t.Fatalf("report: source reachable %v, completed %v, partitions %+v", report.SourceReachable, report.Completed, report.Partitions)
+	}
+	got := readTarget(t, c.target, testTopic, 0, 300*time.Millisecond, 30*time.Second)
+	missing := missingOnTarget(t, w, got)
+	if missing[0]+missing[1] != partitions*behind {
+		t.Errorf("the audit finds %v missing, want the %d written after the cut", missing, partitions*behind)
+	}
+	leftBehind := int64(0)
+	for _, p := range report.Partitions {
+		if p.LeftBehind != nil || p.LeftBehindNote != UnknownSourceUnreachable {
+			t.Errorf("partition %d: left behind %s, want %q", p.Partition, countOrNote(p.LeftBehind, p.LeftBehindNote), UnknownSourceUnreachable)
+		}
+		// The producer's own count stands for the source's end, which cannot be read.
+		leftBehind += int64(w.next[p.Partition]) - (p.LastMirroredOffset + 1)
+		if p.TargetEnd != int64(len(got[p.Partition])) || p.LastMirroredTargetOffset != p.TargetEnd-1 {
+			t.Errorf("partition %d: %+v; the target holds %d", p.Partition, p, len(got[p.Partition]))
+		}
+	}
+	if leftBehind != missing[0]+missing[1] {
+		t.Errorf("the report's last mirrored offsets leave %d behind, the audit finds %v missing", leftBehind, missing)
+	}
+	if len(report.Groups) != 1 || report.Groups[0].Group != "app-early" {
+		t.Fatalf("groups %+v, want app-early", report.Groups)
+	}
+	for _, gp := range report.Groups[0].Partitions {
+		if !gp.Exact || gp.TargetOffset < 0 {
+			t.Errorf("app-early %s/%d: %+v, want an exact checkpoint", gp.Topic, gp.Partition, gp)
+		}
+	}
+	checkGroupLandsOn(t, report.Groups[0], got)
+}
+
+// missingOnTarget audits the target against what w wrote, which may be more than was
+// mirrored: it counts per partition the records the target lacks, and fails on a record
+// out of order or in the wrong partition.
+func missingOnTarget(t *testing.T, w *workload, got targetContent) map[int32]int64 {
+	t.Helper()
+	missing := map[int32]int64{}
+	for p := int32(0); p < w.partitions; p++ {
+		seen := map[int]bool{}
+		last := -1
+		for _, rec := range got[p] {
+			sp, i := recordID(t, rec)
+			if sp != p || i <= last {
+				t.Fatalf("target partition %d holds record %d/%d after %d", p, sp, i, last)
+			}
+			last = i
+			seen[i] = true
+		}
+		for i := 0; i < w.next[p]; i++ {
+			if !seen[i] {
+				missing[p]++
+			}
+		}
+	}
+	return missing
 }
