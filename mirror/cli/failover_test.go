@@ -148,6 +148,22 @@ metrics: {address: "0"}
 		t.Errorf("groups %+v, want orders-app's exact checkpoint", report.Groups)
 	}
 
+	// The commands of docs/failover.md, with this test's config, run and complete.
+	docs, err := os.ReadFile(filepath.Join("..", "..", "docs", "failover.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := regexp.MustCompile(`(?m)^kafka-mirror failover (.*?)( >.*)?$`).FindAllStringSubmatch(string(docs), -1)
+	if len(documented) != 2 {
+		t.Fatalf("docs/failover.md has %d kafka-mirror failover commands, want the planned and the immediate one", len(documented))
+	}
+	for _, m := range documented {
+		args := strings.Fields(strings.ReplaceAll(m[1], "mirror.yaml", cfgPath))
+		if out, err := runFailover(t, args...); err != nil {
+			t.Errorf("kafka-mirror failover %s: %v\n%s", m[1], err, out)
+		}
+	}
+
 	for name, tc := range map[string]struct {
 		args []string
 		want string
