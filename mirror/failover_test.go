@@ -161,7 +161,7 @@ func TestFailoverPlannedFailsWhileTheSourceGrows(t *testing.T) {
 	w := newWorkload(partitions)
 	w.produce(t, c.source, 50)
 	consumeAndCommit(t, c.source, "app-all", 100)
-	stopProducing := w.background(t, c.source, 20, 20*time.Millisecond)
+	stopProducing := w.background(t, c.source, 5, 5*time.Millisecond)
 	report, err := Failover(context.Background(), cfg, FailoverOptions{Mode: FailoverPlanned, Timeout: 3 * time.Second}, failoverOpts(t)...)
 	stopProducing()
 	if err == nil {
@@ -170,7 +170,14 @@ func TestFailoverPlannedFailsWhileTheSourceGrows(t *testing.T) {
 	if report.Completed || report.Error != err.Error() {
 		t.Errorf("report: completed %v, error %q; want not completed with %q", report.Completed, report.Error, err)
 	}
-	for _, want := range []string{"did not reach the source's end within 3s", "orders/0 (committed", "orders/1 (committed"} {
+	// Usually the drain is still behind at the timeout; on a busy machine the producer
+	// may pause long enough for the drain to catch up, and then the records written
+	// while the mirror stopped are found left behind. Both name every partition.
+	wants := []string{"did not reach the source's end within 3s", "orders/0 (committed", "orders/1 (committed"}
+	if strings.Contains(err.Error(), "the source grew while the mirror stopped") {
+		wants = []string{"records were left behind on orders/0 (", "orders/1 ("}
+	}
+	for _, want := range wants {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -385,8 +392,9 @@ func TestFailoverImmediateAfterTheSourceWasCutOff(t *testing.T) {
 	}
 	got := readTarget(t, c.target, testTopic, 0, 300*time.Millisecond, 30*time.Second)
 	missing := missingOnTarget(t, w, got)
-	if missing[0]+missing[1] != partitions*behind {
-		t.Errorf("the audit finds %v missing, want the %d written after the cut", missing, partitions*behind)
+	// A fetch the source had received before the cut may still bring a few of them.
+	if n := missing[0] + missing[1]; n == 0 || n > partitions*behind {
+		t.Errorf("the audit finds %v missing, want up to the %d written after the cut", missing, partitions*behind)
 	}
 	leftBehind := int64(0)
 	for _, p := range report.Partitions {
@@ -437,4 +445,69 @@ func missingOnTarget(t *testing.T, w *workload, got targetContent) map[int32]int
 		}
 	}
 	return missing
+}
+
+// TestFailoverRefusesToRunNextToARunningMirror: while the mirror's own engine runs
+// (its group has members), a planned failover waits for it to stop and fails at its
+// timeout, and an immediate one refuses at once; neither commits a checkpoint.
+func TestFailoverRefusesToRunNextToARunningMirror(t *testing.T) {
+	c := newClusters(t, 1)
+	cfg := failoverConfig(t, c)
+	w := newWorkload(1)
+	w.produce(t, c.source, 20)
+	r := startEngine(t, cfg, testLogger(t))
+	readTarget(t, c.target, testTopic, 20, 0, 60*time.Second)
+	for _, mode := range []FailoverMode{FailoverPlanned, FailoverImmediate} {
+		report, err := Failover(context.Background(), cfg, FailoverOptions{Mode: mode, Timeout: 2 * time.Second}, failoverOpts(t)...)
+		if err == nil || !strings.Contains(err.Error(), `the mirror is still running: its consumer group "mirror-test" has `) {
+			t.Errorf("%s failover next to a running mirror: error %v", mode, err)
+		}
+		if report.Completed || len(report.Groups) != 0 {
+			t.Errorf("%s failover: completed %v, groups %+v", mode, report.Completed, report.Groups)
+		}
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	// Once it stopped, the planned failover runs.
+	report, err := Failover(context.Background(), cfg, FailoverOptions{Mode: FailoverPlanned, Timeout: time.Minute}, failoverOpts(t)...)
+	if err != nil || report.Partitions[0].LeftBehind == nil || *report.Partitions[0].LeftBehind != 0 {
+		t.Fatalf("planned failover after the mirror stopped: %v, %+v", err, report.Partitions)
+	}
+}
+
+// TestFailoverPlannedExactlyOnce: with delivery exactlyOnce the mirror's progress lives
+// on the target, written in the transactions; the planned failover drains by it and
+// leaves nothing behind, every record once.
+func TestFailoverPlannedExactlyOnce(t *testing.T) {
+	const partitions = 2
+	c := newClusters(t, partitions)
+	cfg := c.testConfig(t, func(cfg *config.Config) {
+		cfg.Delivery = config.DeliveryExactlyOnce
+		cfg.Groups = &config.Groups{Include: []string{"app-.*"}}
+	})
+	w := newWorkload(partitions)
+	w.produce(t, c.source, 120)
+	consumeAndCommit(t, c.source, "app-all", w.total())
+	report, err := Failover(context.Background(), cfg, FailoverOptions{Mode: FailoverPlanned, Timeout: time.Minute}, failoverOpts(t)...)
+	if err != nil {
+		t.Fatalf("planned failover failed: %v", err)
+	}
+	got := readTargetCommitted(t, c.target, testTopic, w.total(), 300*time.Millisecond, 60*time.Second)
+	if a := audit(t, w, got, true, true); a.missing != 0 || a.duplicates != 0 {
+		t.Fatalf("%d records lost, %d twice", a.missing, a.duplicates)
+	}
+	for _, p := range report.Partitions {
+		if p.LeftBehind == nil || *p.LeftBehind != 0 || p.Committed != 120 {
+			t.Errorf("partition %d: %+v, want 0 left behind, committed 120", p.Partition, p)
+		}
+	}
+	if len(report.Groups) != 1 {
+		t.Fatalf("groups %+v, want app-all", report.Groups)
+	}
+	for _, gp := range report.Groups[0].Partitions {
+		if !gp.Committed || gp.TargetOffset < 0 {
+			t.Errorf("app-all %s/%d: %+v, want committed", gp.Topic, gp.Partition, gp)
+		}
+	}
 }
