@@ -39,8 +39,12 @@ import (
 // offset syncs, and the checkpoints the engine committed to the target groups, which
 // are translated again through the syncs it finally wrote.
 
-// DefaultFailoverTimeout bounds a failover whose options name no timeout.
-const DefaultFailoverTimeout = 5 * time.Minute
+// Timeouts of a failover whose options name none: a planned failover as a whole, and
+// each wait of an immediate failover for a cluster's answer.
+const (
+	DefaultPlannedFailoverTimeout   = 5 * time.Minute
+	DefaultImmediateFailoverTimeout = 30 * time.Second
+)
 
 // failoverPoll is how often a planned failover reads the mirror's commit points and
 // the mirror group's members.
@@ -55,7 +59,8 @@ type FailoverOptions struct {
 	Mode FailoverMode
 	// Timeout bounds a planned failover as a whole (waiting for the running mirror to
 	// stop, the drain, the checkpoints) and, in an immediate failover, every wait for a
-	// cluster's answer. DefaultFailoverTimeout when 0.
+	// cluster's answer. DefaultPlannedFailoverTimeout or DefaultImmediateFailoverTimeout
+	// when 0.
 	Timeout time.Duration
 }
 
@@ -97,7 +102,10 @@ func Failover(ctx context.Context, cfg *config.Config, fo FailoverOptions, opts 
 		opt(&o)
 	}
 	if fo.Timeout <= 0 {
-		fo.Timeout = DefaultFailoverTimeout
+		fo.Timeout = DefaultPlannedFailoverTimeout
+		if fo.Mode == FailoverImmediate {
+			fo.Timeout = DefaultImmediateFailoverTimeout
+		}
 	}
 	f := &failover{cfg: cfg, fo: fo, opts: opts, o: o, log: o.log.WithName("failover"),
 		report: &FailoverReport{Mode: fo.Mode, Mirror: cfg.ConsumerGroup, StartedAt: time.Now().UTC(), Partitions: []FailoverPartition{}}}

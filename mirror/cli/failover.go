@@ -61,8 +61,8 @@ cases.`,
 			if output != "table" && output != "json" {
 				return fmt.Errorf("-o: %q is not table or json", output)
 			}
-			if timeout <= 0 {
-				return fmt.Errorf("--timeout: %v is not a positive duration", timeout)
+			if timeout < 0 {
+				return fmt.Errorf("--timeout: %v is negative", timeout)
 			}
 			log, err := NewLogger(cmd)
 			if err != nil {
@@ -87,8 +87,8 @@ cases.`,
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "the MirrorConfig file of the mirror (YAML)")
 	cmd.Flags().StringVar(&mode, "mode", "", "planned (drain, then cut over) or immediate (cut over now)")
-	cmd.Flags().DurationVar(&timeout, "timeout", mirror.DefaultFailoverTimeout,
-		"planned: the longest the whole failover may take; immediate: the longest to wait for a cluster's answer")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, fmt.Sprintf("planned: the longest the whole failover may take (default %v); immediate: the longest to wait for a cluster's answer (default %v)",
+		mirror.DefaultPlannedFailoverTimeout, mirror.DefaultImmediateFailoverTimeout))
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	_ = cmd.MarkFlagRequired("mode")
 	return cmd

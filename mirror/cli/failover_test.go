@@ -172,7 +172,7 @@ metrics: {address: "0"}
 		"bad mode":    {[]string{"--config", cfgPath, "--mode", "soon"}, `--mode: "soon" is not planned or immediate`},
 		"bad output":  {[]string{"--config", cfgPath, "--mode", "planned", "-o", "yaml"}, `-o: "yaml" is not table or json`},
 		"no config":   {[]string{"--mode", "planned"}, "--config is required"},
-		"bad timeout": {[]string{"--config", cfgPath, "--mode", "planned", "--timeout", "0s"}, "--timeout: 0s is not a positive duration"},
+		"bad timeout": {[]string{"--config", cfgPath, "--mode", "planned", "--timeout", "-1s"}, "--timeout: -1s is negative"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := runFailover(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
