@@ -18,7 +18,7 @@ func (f *failover) immediate(ctx context.Context) error {
 			return fmt.Errorf("while describing the mirror's consumer group %q on the source cluster: %w", f.cfg.ConsumerGroup, err)
 		}
 		if n > 0 {
-			return fmt.Errorf("the mirror is still running: its consumer group %q has %d members; stop it first (kubectl scale --replicas=0, or SIGTERM to kafka-mirror run)",
+			return fmt.Errorf("the mirror is still running: its consumer group %q has %d members; stop it first (kubectl scale --replicas=0, or SIGTERM to kafka-mirror run; a killed one stays a member until its session times out)",
 				f.cfg.ConsumerGroup, n)
 		}
 		if parts, err = f.sourcePartitions(); err != nil {
