@@ -341,6 +341,13 @@ func (f *failover) drain(ctx context.Context, parts []partitionKey, ends map[par
 	// A failover is a short job next to nothing else: no metrics endpoint to collide
 	// with the stopped mirror's.
 	ecfg.Metrics.Address = "0"
+	if f.cfg.Consumer != nil {
+		// A dynamic member, which leaves the group when it stops, whatever the mirror's
+		// pods use: the failover is no pod of the mirror and must not fence one.
+		c := *f.cfg.Consumer
+		c.GroupInstanceID = ""
+		ecfg.Consumer = &c
+	}
 	if f.cfg.Groups != nil {
 		// The offset syncs are written as usual, but the groups are checkpointed once,
 		// by the failover at the end (after the check that none is ahead of the mirror),

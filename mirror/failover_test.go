@@ -450,9 +450,16 @@ func missingOnTarget(t *testing.T, w *workload, got targetContent) map[int32]int
 // TestFailoverRefusesToRunNextToARunningMirror: while the mirror's own engine runs
 // (its group has members), a planned failover waits for it to stop and fails at its
 // timeout, and an immediate one refuses at once; neither commits a checkpoint.
+//
+// The mirror's streams are static members (consumer.groupInstanceId, as the operator
+// sets it): they count as members while they run, and the failover, whose own engine
+// joins as a dynamic member, runs once they removed themselves on their clean stop.
 func TestFailoverRefusesToRunNextToARunningMirror(t *testing.T) {
 	c := newClusters(t, 1)
-	cfg := failoverConfig(t, c)
+	cfg := c.testConfig(t, func(cfg *config.Config) {
+		cfg.Groups = &config.Groups{Include: []string{"app-.*"}, SyncInterval: config.Duration{Duration: 300 * time.Millisecond}}
+		cfg.Consumer = &config.Consumer{GroupInstanceID: "mirror-pod-0"}
+	})
 	w := newWorkload(1)
 	w.produce(t, c.source, 20)
 	r := startEngine(t, cfg, testLogger(t))
