@@ -140,6 +140,8 @@ func (f *failover) run(ctx context.Context) error {
 		if f.groups, err = NewGroupSelector(f.cfg); err != nil {
 			return err
 		}
+	} else {
+		f.log.Info("The config does not set groups: no offset syncs tell where the last mirrored records landed, and no group is checkpointed")
 	}
 	f.store = newOffsetSyncStore(OffsetSyncTopic(f.cfg.ConsumerGroup))
 	if f.target, err = f.connect(ctx, kafka.RoleTarget); err != nil {
