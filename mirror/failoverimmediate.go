@@ -1,0 +1,147 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/IBM/sarama"
+)
+
+// immediate runs an immediate failover (see the comment at the top of failover.go).
+func (f *failover) immediate(ctx context.Context) error {
+	var parts []partitionKey
+	if f.source != nil {
+		n, err := groupMembers(f.source.admin, f.cfg.ConsumerGroup)
+		if err != nil {
+			return fmt.Errorf("while describing the mirror's consumer group %q on the source cluster: %w", f.cfg.ConsumerGroup, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("the mirror is still running: its consumer group %q has %d members; stop it first (kubectl scale --replicas=0, or SIGTERM to kafka-mirror run; a killed one stays a member until its session times out)",
+				f.cfg.ConsumerGroup, n)
+		}
+		if parts, err = f.sourcePartitions(); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if parts, err = f.targetKnownPartitions(ctx); err != nil {
+			return err
+		}
+	}
+	f.fillPartitions(ctx, parts, true)
+	return f.checkpoint(ctx, false)
+}
+
+// targetKnownPartitions lists the selected source partitions the target knows of
+// without the source: those the mirror's offset syncs and target-side progress name.
+func (f *failover) targetKnownPartitions(ctx context.Context) ([]partitionKey, error) {
+	seen := map[partitionKey]bool{}
+	if f.cfg.GroupsEnabled() {
+		if err := readOffsetSyncs(ctx, f.target.client, f.store, f.log); err != nil {
+			return nil, err
+		}
+		for tp := range f.store.parts {
+			seen[tp] = true
+		}
+	}
+	resp, err := listOffsets(f.target.admin, ProgressGroup(f.cfg.ConsumerGroup), nil)
+	if err != nil {
+		return nil, fmt.Errorf("while reading the mirror's progress group %q on the target cluster: %w", ProgressGroup(f.cfg.ConsumerGroup), err)
+	}
+	if resp != nil {
+		for _, ps := range resp.Blocks {
+			for _, b := range ps {
+				if tp := progressEntryOf(b.Metadata); tp.topic != "" {
+					seen[tp] = true
+				}
+			}
+		}
+	}
+	parts := make([]partitionKey, 0, len(seen))
+	for tp := range seen {
+		if f.sel.Matches(tp.topic) {
+			parts = append(parts, tp)
+		}
+	}
+	sortKeys(parts)
+	if len(parts) == 0 {
+		return nil, errors.New("the target holds no progress and no offset sync of this mirror: nothing to fail over (is consumerGroup the mirror's?)")
+	}
+	return parts, nil
+}
+
+// checkpointFromTarget writes the final checkpoints without the source: every target
+// group the selection matches whose offsets the mirror checkpointed (CheckpointMetadata
+// names the source offset it translated) is translated again through every offset sync
+// the mirror wrote, which may now be exact, and committed under the usual guard (no
+// members, never backwards). A group the mirror never checkpointed is not known here.
+func (f *failover) checkpointFromTarget(ctx context.Context) error {
+	if err := readOffsetSyncs(ctx, f.target.client, f.store, f.log); err != nil {
+		return err
+	}
+	list, err := f.target.admin.ListConsumerGroups()
+	if err != nil {
+		return fmt.Errorf("while listing the target consumer groups: %w", err)
+	}
+	var names []string
+	for g := range list {
+		if f.groups.Matches(g) {
+			names = append(names, g)
+		}
+	}
+	sort.Strings(names)
+	committed := map[partitionKey]int64{}
+	for _, p := range f.report.Partitions {
+		committed[partitionKey{p.Topic, p.Partition}] = max(p.Committed, p.LastMirroredOffset+1)
+	}
+	tr := &translator{cfg: f.cfg, sel: f.sel, targetAdmin: f.target.admin, target: f.target.client, store: f.store, log: f.log}
+	var errs []error
+	for _, g := range names {
+		resp, err := listOffsets(f.target.admin, g, nil)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("while reading the offsets of group %q on the target cluster: %w", g, err))
+			continue
+		}
+		gt := &GroupTranslation{Group: g}
+		targetParts := map[string][]int32{}
+		if resp != nil {
+			for topic, ps := range resp.Blocks {
+				for p, b := range ps {
+					meta, ok := ParseCheckpointMetadata(b.Metadata)
+					if !ok || meta.Mirror != f.cfg.ConsumerGroup || !f.sel.Matches(meta.SourceTopic) || f.sel.TargetName(meta.SourceTopic) != topic ||
+						!errors.Is(b.Err, sarama.ErrNoError) {
+						continue
+					}
+					pt := PartitionTranslation{Topic: meta.SourceTopic, Partition: p, TargetTopic: topic, SourceOffset: meta.SourceOffset,
+						TargetOffset: -1, TargetCommitted: -1, TargetEnd: -1, Lag: -1}
+					if to, exact, ok := f.store.translate(partitionKey{meta.SourceTopic, p}, meta.SourceOffset); ok {
+						pt.TargetOffset, pt.Exact = to, exact
+					}
+					gt.Partitions = append(gt.Partitions, pt)
+					targetParts[topic] = append(targetParts[topic], p)
+				}
+			}
+		}
+		if len(gt.Partitions) == 0 {
+			continue
+		}
+		sort.Slice(gt.Partitions, func(i, j int) bool {
+			a, b := gt.Partitions[i], gt.Partitions[j]
+			if a.Topic != b.Topic {
+				return a.Topic < b.Topic
+			}
+			return a.Partition < b.Partition
+		})
+		if err := tr.readTargetGroup(gt, targetParts); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := tr.commit(gt); err != nil {
+			errs = append(errs, err)
+		}
+		f.addGroup(gt, committed, "")
+	}
+	return errors.Join(errs...)
+}
