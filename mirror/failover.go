@@ -572,7 +572,7 @@ func (f *failover) lastMirrored(tp partitionKey, fp *FailoverPartition) int64 {
 		}
 	case fp.Committed > 0:
 		fp.LastMirroredOffset = fp.Committed - 1
-		if t, exact, ok := f.store.translate(tp, fp.Committed-1); ok && exact {
+		if t, exact, ok := f.store.translate(tp, f.store.latestTopicID(tp), fp.Committed-1); ok && exact {
 			fp.LastMirroredTargetOffset = t
 		} else {
 			fp.LastMirroredNote = UnknownNoOffsetSync
@@ -585,7 +585,7 @@ func (f *failover) lastMirrored(tp partitionKey, fp *FailoverPartition) int64 {
 // target, where its latest copy landed, and whether that copy's chain ended (its
 // assignment stopped cleanly after it).
 func (st *offsetSyncStore) lastCopy(tp partitionKey) (source, target int64, ended, ok bool) {
-	sp := st.parts[tp]
+	sp := st.translatable(tp, st.latestTopicID(tp))
 	if sp == nil {
 		return 0, 0, false, false
 	}
@@ -688,4 +688,18 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// latestTopicID is the topic ID of tp's offset syncs written last ("" when they name
+// none): the incarnation of the topic a failover reports on, the one mirrored last.
+func (st *offsetSyncStore) latestTopicID(tp partitionKey) string {
+	id, best := "", int64(-1)
+	for k, sp := range st.parts[tp] {
+		for _, ch := range sp.chains {
+			if t := ch.last().TargetOffset; t > best {
+				id, best = k, t
+			}
+		}
+	}
+	return id
 }

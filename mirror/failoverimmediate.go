@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -116,7 +117,7 @@ func (f *failover) checkpointFromTarget(ctx context.Context) error {
 					}
 					pt := PartitionTranslation{Topic: meta.SourceTopic, Partition: p, TargetTopic: topic, SourceOffset: meta.SourceOffset,
 						TargetOffset: -1, TargetCommitted: -1, TargetEnd: -1, Lag: -1}
-					if to, exact, ok := f.store.translate(partitionKey{meta.SourceTopic, p}, meta.SourceOffset); ok {
+					if to, exact, ok := f.store.translate(partitionKey{meta.SourceTopic, p}, cmp.Or(meta.SourceTopicID, f.store.latestTopicID(partitionKey{meta.SourceTopic, p})), meta.SourceOffset); ok {
 						pt.TargetOffset, pt.Exact = to, exact
 					}
 					gt.Partitions = append(gt.Partitions, pt)
