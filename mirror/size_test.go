@@ -384,7 +384,11 @@ func TestInFlightRecordsStayWithinProcessBound(t *testing.T) {
 	c := newClusters(t, partitions)
 	w := newWorkload(partitions)
 	w.produce(t, c.source, perPartition)
-	slow := slowTarget(c.target, 100*time.Millisecond)
+	// Each produce request waits 1 s: with 100 ms a busy machine's reader fell behind
+	// the producer, and all 48,000 records were mirrored without the bound ever filling
+	// (seen in two full runs). 1 s still lets a rebalance's drain finish within the
+	// test's drain limit, so nothing is read twice.
+	slow := slowTarget(c.target, time.Second)
 
 	r := startEngine(t, c.testConfig(t, func(cfg *config.Config) {
 		cfg.MaxInFlightPerPartition = 10_000
