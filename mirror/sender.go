@@ -51,6 +51,10 @@ type sender struct {
 	// syncs records where acked records landed (offset syncs); nil when groups is unset.
 	syncs *offsetSyncWriter
 
+	// unreadReported holds the size limits last reported unreadable (readLimits), so
+	// that each is logged once, not every topic sync interval; only the topic loop uses it.
+	unreadReported map[string]bool
+
 	sendErrors atomic.Int64
 	// resent counts records sent again alone after their batch was refused as too large.
 	resent atomic.Int64
@@ -328,12 +332,36 @@ func (s *sender) readLimits(admin sarama.ClusterAdmin, targets []string) error {
 	if err != nil {
 		return err
 	}
+	s.reportUnread(m.Unread)
 	for t := range m.Topics {
 		s.limits.unknown.Delete(t)
 		s.limits.distrusted.Delete(t)
 	}
 	s.limits.set(m)
 	return nil
+}
+
+// reportUnread logs each size limit that could not be read (a refused DescribeConfigs
+// above all) once, until it can be read again: the engine goes on with the broker's or
+// Kafka's default in its place, and a target topic whose real limit is smaller refuses
+// the batches above it (each record is then sent alone).
+func (s *sender) reportUnread(unread []error) {
+	now := make(map[string]bool, len(unread))
+	principal := kafka.Principal(s.cfg.Target)
+	for _, err := range unread {
+		msg := err.Error()
+		now[msg] = true
+		if s.unreadReported[msg] {
+			continue
+		}
+		hint := "the engine assumes the broker's (or Kafka's default) limit in its place"
+		if topics.IsAuthorization(err) {
+			hint += "; grant the target principal DescribeConfigs on the target topics and on the cluster (docs/security.md)"
+		}
+		s.log.Error(err, "Cannot read a record size limit (max.message.bytes or message.max.bytes) of the target; "+hint,
+			"cluster", kafka.RoleTarget, "principal", principal)
+	}
+	s.unreadReported = now
 }
 
 // openProducers makes the two producers towards the target (see sizeLimits), after
