@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/IBM/sarama"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
 
 // Names of the size limits a Kafka broker checks each record batch against.
@@ -29,9 +31,6 @@ type MessageLimits struct {
 	// assumed in their place. A topic not created yet is not among them.
 	Unread []error
 }
-
-// clusterResource is the name of Kafka's one CLUSTER resource, as ACLs name it.
-const clusterResource = "kafka-cluster"
 
 // IsAuthorization reports whether err is a broker refusing the principal an operation
 // (a missing ACL): on a topic, a group, the cluster or a transactional id.
@@ -133,7 +132,7 @@ func brokerMessageLimit(admin sarama.ClusterAdmin) (int, error) {
 		Type: sarama.BrokerResource, Name: strconv.Itoa(int(controller)), ConfigNames: []string{brokerMessageMaxBytes},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("while describing broker %d's %s: %w", controller, brokerMessageMaxBytes, refusal("DESCRIBE_CONFIGS", "CLUSTER", clusterResource, err))
+		return 0, fmt.Errorf("while describing broker %d's %s: %w", controller, brokerMessageMaxBytes, refusal("DESCRIBE_CONFIGS", "CLUSTER", kafka.ClusterResource, err))
 	}
 	for _, e := range entries {
 		if n, err := strconv.Atoi(e.Value); e.Name == brokerMessageMaxBytes && err == nil && n > 0 {
