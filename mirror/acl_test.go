@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,4 +138,86 @@ func TestSourceTopicHiddenByACLs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIdempotentProducerRefused: the target's principal may do everything the mirror
+// needs but Write on any topic, which Kafka (2.8 and later) requires, as IdempotentWrite
+// on the cluster, for an idempotent producer: InitProducerId is refused with
+// CLUSTER_AUTHORIZATION_FAILED before the first record. The engine stops with an error
+// naming the principal, IDEMPOTENT_WRITE on CLUSTER and what to grant, having committed
+// nothing; restarted once Write is granted (as its pod would be), it mirrors every
+// record.
+func TestIdempotentProducerRefused(t *testing.T) {
+	const partitions, n = 2, 100
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, testTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	var acls []kfake.ACL
+	for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationDescribe, kmsg.ACLOperationRead, kmsg.ACLOperationCreate,
+		kmsg.ACLOperationAlter, kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs} {
+		acls = append(acls, kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: "*", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true})
+	}
+	acls = append(acls,
+		kfake.ACL{Resource: kmsg.ACLResourceTypeGroup, Name: "*", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationRead, Allow: true},
+		kfake.ACL{Resource: kmsg.ACLResourceTypeCluster, Name: "kafka-cluster", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationDescribeConfigs, Allow: true})
+	tgt := aclSource(t, partitions, acls...) // the secured cluster is the target here
+	w := newWorkload(partitions)
+	w.produce(t, src, n)
+
+	c := &testClusters{source: src, target: tgt}
+	cfg := c.testConfig(t, func(cfg *config.Config) {
+		aclMirrorSASL(t, cfg)
+		cfg.Target.SASL, cfg.Source.SASL = cfg.Source.SASL, nil
+	})
+	r := startEngine(t, cfg, testLogger(t))
+	err = r.wait(t, time.Minute)
+	for _, want := range []string{`target principal User:mirror is not authorized to IDEMPOTENT_WRITE on CLUSTER "kafka-cluster"`, "grant Write on the target topics"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Run = %v, want an error containing %q", err, want)
+		}
+	}
+
+	admin := aclAdminClient(t, tgt)
+	grant := kmsg.NewCreateACLsRequestCreation()
+	grant.ResourceType, grant.ResourceName, grant.ResourcePatternType = kmsg.ACLResourceTypeTopic, testTopic, kmsg.ACLResourcePatternTypeLiteral
+	grant.Principal, grant.Host = "User:"+aclMirror, "*"
+	grant.Operation, grant.PermissionType = kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow
+	req := kmsg.NewPtrCreateACLsRequest()
+	req.Creations = append(req.Creations, grant)
+	resp, err := req.RequestWith(t.Context(), admin)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Results[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("granting Write: %v", err)
+	}
+	r = startEngine(t, cfg, testLogger(t))
+	if got := countTargetAs(t, admin, testTopic, w.total(), time.Minute); got != w.total() {
+		t.Errorf("the target holds %d distinct records of %d after Write was granted", got, w.total())
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countTargetAs reads topic from the start through client until want distinct records
+// (by their "id" header) were seen or timeout passed, and returns how many it saw.
+func countTargetAs(t *testing.T, client *kgo.Client, topic string, want int, timeout time.Duration) int {
+	t.Helper()
+	client.AddConsumeTopics(topic)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	seen := map[string]bool{}
+	for len(seen) < want && ctx.Err() == nil {
+		client.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			for _, h := range r.Headers {
+				if h.Key == "id" {
+					seen[string(h.Value)] = true
+				}
+			}
+		})
+	}
+	return len(seen)
 }

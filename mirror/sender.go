@@ -341,6 +341,19 @@ func (s *sender) readLimits(admin sarama.ClusterAdmin, targets []string) error {
 	return nil
 }
 
+// idempotenceRefusal names the missing ACL when the target refused the idempotent
+// producer's InitProducerId (CLUSTER_AUTHORIZATION_FAILED): Kafka grants it with
+// IdempotentWrite on the cluster, or (2.8 and later) with Write on any topic, so a
+// principal without Write on the target topics is refused before its first record.
+func (s *sender) idempotenceRefusal(err error) error {
+	if !errors.Is(err, sarama.ErrClusterAuthorizationFailed) {
+		return err
+	}
+	return fmt.Errorf("%s, which the idempotent producer needs (noDataLoss): grant Write on the target topics "+
+		"(which implies it on Kafka 2.8 and later) or IdempotentWrite on the cluster: %w",
+		kafka.NotAuthorized(kafka.RoleTarget, kafka.Principal(s.cfg.Target), "IDEMPOTENT_WRITE", "CLUSTER", kafka.ClusterResource), err)
+}
+
 // reportUnread logs each size limit that could not be read (a refused DescribeConfigs
 // above all) once, until it can be read again: the engine goes on with the broker's or
 // Kafka's default in its place, and a target topic whose real limit is smaller refuses
@@ -378,7 +391,7 @@ func (s *sender) openProducers(c *connections, targets []string) error {
 		return err
 	}
 	if c.producer, err = sarama.NewAsyncProducerFromClient(c.target); err != nil {
-		return fmt.Errorf("while creating the producer for the target cluster: %w", err)
+		return fmt.Errorf("while creating the producer for the target cluster: %w", s.idempotenceRefusal(err))
 	}
 	sc, err := kafka.ProducerConfig(s.cfg, s.kafkaOpts...)
 	if err != nil {
@@ -390,7 +403,7 @@ func (s *sender) openProducers(c *connections, targets []string) error {
 		return err
 	}
 	if c.single, err = sarama.NewAsyncProducerFromClient(c.singleClient); err != nil {
-		return fmt.Errorf("while creating the single-record producer for the target cluster: %w", err)
+		return fmt.Errorf("while creating the single-record producer for the target cluster: %w", s.idempotenceRefusal(err))
 	}
 	s.producer, s.single, s.singleClient = c.producer, c.single, c.singleClient
 	s.targets = newTargetTopics(c.target, c.targetMeta, s.preserve)
