@@ -369,7 +369,7 @@ func (s *sender) reportUnread(unread []error) {
 		}
 		hint := "the engine assumes the broker's (or Kafka's default) limit in its place"
 		if topics.IsAuthorization(err) {
-			hint += "; grant the target principal DescribeConfigs on the target topics and on the cluster (docs/security.md)"
+			hint += "; grant the target principal DescribeConfigs on the cluster and on the target topics (AlterConfigs on them implies it; docs/security.md)"
 		}
 		s.log.Error(err, "Cannot read a record size limit (max.message.bytes or message.max.bytes) of the target; "+hint,
 			"cluster", kafka.RoleTarget, "principal", principal)
