@@ -40,6 +40,9 @@ type Engine struct {
 	gatherer prometheus.Gatherer
 	parts    partitionRegistry
 	topics   topicSet
+	// hiddenTopics says which topics.include expressions the source's ACLs may hide
+	// (topicLoop.checkHidden), "" when none: Ready names it while nothing is selected.
+	hiddenTopics atomic.Value
 
 	// sender owns the producers, their acks, the size limits and the byte budget.
 	sender *sender
@@ -436,6 +439,9 @@ func (e *Engine) Ready() error {
 		return errors.New("connecting to the clusters")
 	}
 	if list, _ := e.topics.get(); len(list) == 0 {
+		if hidden, _ := e.hiddenTopics.Load().(string); hidden != "" {
+			return fmt.Errorf("no source topic matches topics.include %q (minus topics.exclude): %s", e.cfg.Topics.Include, hidden)
+		}
 		return fmt.Errorf("no source topic matches topics.include %q (minus topics.exclude)", e.cfg.Topics.Include)
 	}
 	if n := e.joined.Load(); n < int64(e.cfg.Streams) {

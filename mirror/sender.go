@@ -51,6 +51,10 @@ type sender struct {
 	// syncs records where acked records landed (offset syncs); nil when groups is unset.
 	syncs *offsetSyncWriter
 
+	// unreadReported holds the size limits last reported unreadable (readLimits), so
+	// that each is logged once, not every topic sync interval; only the topic loop uses it.
+	unreadReported map[string]bool
+
 	sendErrors atomic.Int64
 	// resent counts records sent again alone after their batch was refused as too large.
 	resent atomic.Int64
@@ -328,12 +332,49 @@ func (s *sender) readLimits(admin sarama.ClusterAdmin, targets []string) error {
 	if err != nil {
 		return err
 	}
+	s.reportUnread(m.Unread)
 	for t := range m.Topics {
 		s.limits.unknown.Delete(t)
 		s.limits.distrusted.Delete(t)
 	}
 	s.limits.set(m)
 	return nil
+}
+
+// idempotenceRefusal names the missing ACL when the target refused the idempotent
+// producer's InitProducerId (CLUSTER_AUTHORIZATION_FAILED): Kafka grants it with
+// IdempotentWrite on the cluster, or (2.8 and later) with Write on any topic, so a
+// principal without Write on the target topics is refused before its first record.
+func (s *sender) idempotenceRefusal(err error) error {
+	if !errors.Is(err, sarama.ErrClusterAuthorizationFailed) {
+		return err
+	}
+	return fmt.Errorf("%s, which the idempotent producer needs (noDataLoss): grant Write on the target topics "+
+		"(which implies it on Kafka 2.8 and later) or IdempotentWrite on the cluster: %w",
+		kafka.NotAuthorized(kafka.RoleTarget, kafka.Principal(s.cfg.Target), "IDEMPOTENT_WRITE", "CLUSTER", kafka.ClusterResource), err)
+}
+
+// reportUnread logs each size limit that could not be read (a refused DescribeConfigs
+// above all) once, until it can be read again: the engine goes on with the broker's or
+// Kafka's default in its place, and a target topic whose real limit is smaller refuses
+// the batches above it (each record is then sent alone).
+func (s *sender) reportUnread(unread []error) {
+	now := make(map[string]bool, len(unread))
+	principal := kafka.Principal(s.cfg.Target)
+	for _, err := range unread {
+		msg := err.Error()
+		now[msg] = true
+		if s.unreadReported[msg] {
+			continue
+		}
+		hint := "the engine assumes the broker's (or Kafka's default) limit in its place"
+		if topics.IsAuthorization(err) {
+			hint += "; grant the target principal DescribeConfigs on the cluster and on the target topics (AlterConfigs on them implies it; docs/security.md)"
+		}
+		s.log.Error(err, "Cannot read a record size limit (max.message.bytes or message.max.bytes) of the target; "+hint,
+			"cluster", kafka.RoleTarget, "principal", principal)
+	}
+	s.unreadReported = now
 }
 
 // openProducers makes the two producers towards the target (see sizeLimits), after
@@ -350,7 +391,7 @@ func (s *sender) openProducers(c *connections, targets []string) error {
 		return err
 	}
 	if c.producer, err = sarama.NewAsyncProducerFromClient(c.target); err != nil {
-		return fmt.Errorf("while creating the producer for the target cluster: %w", err)
+		return fmt.Errorf("while creating the producer for the target cluster: %w", s.idempotenceRefusal(err))
 	}
 	sc, err := kafka.ProducerConfig(s.cfg, s.kafkaOpts...)
 	if err != nil {
@@ -362,7 +403,7 @@ func (s *sender) openProducers(c *connections, targets []string) error {
 		return err
 	}
 	if c.single, err = sarama.NewAsyncProducerFromClient(c.singleClient); err != nil {
-		return fmt.Errorf("while creating the single-record producer for the target cluster: %w", err)
+		return fmt.Errorf("while creating the single-record producer for the target cluster: %w", s.idempotenceRefusal(err))
 	}
 	s.producer, s.single, s.singleClient = c.producer, c.single, c.singleClient
 	s.targets = newTargetTopics(c.target, c.targetMeta, s.preserve)

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/IBM/sarama"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
@@ -69,6 +73,9 @@ type topicLoop struct {
 	syncer *topics.Syncer
 	// warnedEmpty avoids repeating the empty-selection line every interval.
 	warnedEmpty bool
+	// hidden holds the include expressions last reported hidden by the source's ACLs
+	// (topics.HiddenIncludes), so each is logged once until it changes.
+	hidden map[string]string
 }
 
 func newTopicLoop(e *Engine, conns *connections) (*topicLoop, error) {
@@ -134,12 +141,40 @@ func (tl *topicLoop) runOnce(ctx context.Context) error {
 	if len(selected) > 0 {
 		tl.warnedEmpty = false
 	}
+	tl.checkHidden(all)
 	// The producers size their batches by these (sizeLimits); a failure keeps the
 	// limits known so far, and records to a topic of unknown limit go one at a time.
 	if err := tl.e.sender.readLimits(tl.conns.targetAdmin, tl.e.targetTopicNames()); err != nil && ctx.Err() == nil {
 		tl.e.log.Error(err, "Failed to read the target topics' max.message.bytes; sending records of topics with unknown limits one at a time")
 	}
 	return nil
+}
+
+// checkHidden asks the source about the include expressions that select no listed
+// topic (topics.HiddenIncludes): Kafka leaves out the topics the principal may not
+// Describe, so a missing Describe ACL would otherwise look like a topic that does not
+// exist. Each refusal is logged once as an error naming the principal, the operation and
+// the topic, and is part of Ready's answer while nothing is selected.
+func (tl *topicLoop) checkHidden(listed []string) {
+	hidden, err := topics.HiddenIncludes(tl.conns.sourceMeta, tl.e.sel, listed)
+	if err != nil {
+		tl.e.log.Error(err, "Failed to ask the source whether topics.include names topics hidden by its ACLs; asking again next interval")
+		return
+	}
+	principal := kafka.Principal(tl.e.cfg.Source)
+	now := make(map[string]string, len(hidden))
+	msgs := make([]string, 0, len(hidden))
+	for _, h := range hidden {
+		msg := h.Describe(principal)
+		now[h.Pattern] = msg
+		msgs = append(msgs, msg)
+		if tl.hidden[h.Pattern] != msg {
+			tl.e.log.Error(sarama.ErrTopicAuthorizationFailed, "Source topics may be hidden by the source's ACLs: "+msg,
+				"include", h.Pattern, "topic", h.Name, "operation", "DESCRIBE", "resourceType", "TOPIC", "principal", principal)
+		}
+	}
+	tl.hidden = now
+	tl.e.hiddenTopics.Store(strings.Join(msgs, "; "))
 }
 
 func (tl *topicLoop) run(ctx context.Context) {

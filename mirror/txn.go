@@ -399,6 +399,10 @@ func openTxnWriter(ctx context.Context, e *Engine, tp partitionKey) (*txnWriter,
 	}
 	if err != nil {
 		_ = client.Close()
+		if errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed) {
+			err = fmt.Errorf("%s (delivery exactlyOnce): grant Write on the transactional ids prefixed %q: %w",
+				kafka.NotAuthorized(kafka.RoleTarget, kafka.Principal(e.cfg.Target), "WRITE", "TRANSACTIONAL_ID", id), e.cfg.ConsumerGroup+"/", err)
+		}
 		return nil, fmt.Errorf("while opening the transactional producer %q on the target cluster: %w", id, err)
 	}
 	w := &txnWriter{id: id, client: client, producer: producer, acksDone: make(chan struct{}), syncs: e.syncs != nil,

@@ -83,6 +83,11 @@ func ReadUntilComplete(ctx context.Context, brokers []string, p *Produced, opts 
 		if err == nil && rep.Total.Lost == 0 {
 			return m, rep, nil
 		}
+		// A transient answer (OFFSET_NOT_AVAILABLE while a restarted cluster elects
+		// leaders, NOT_LEADER_OR_FOLLOWER, ...) is asked again until ctx ends.
+		if err != nil && kerr.IsRetriable(err) && ctx.Err() == nil {
+			err = nil
+		}
 		if err == nil {
 			err = ctx.Err()
 		}
@@ -280,11 +285,15 @@ func endOffsets(ctx context.Context, cl *kgo.Client, topics []string, committed 
 		return nil, fmt.Errorf("while listing target end offsets: %w", err)
 	}
 	var bad []string
+	var first error
 	for _, lt := range lresp.Topics {
 		ends[lt.Topic] = map[int32]int64{}
 		for _, lp := range lt.Partitions {
 			if err := kerr.ErrorForCode(lp.ErrorCode); err != nil {
 				bad = append(bad, fmt.Sprintf("%s/%d: %v", lt.Topic, lp.Partition, err))
+				if first == nil {
+					first = err
+				}
 				continue
 			}
 			ends[lt.Topic][lp.Partition] = lp.Offset
@@ -292,7 +301,9 @@ func endOffsets(ctx context.Context, cl *kgo.Client, topics []string, committed 
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		return nil, fmt.Errorf("while listing target end offsets: %s", strings.Join(bad, "; "))
+		// The first partition's error is wrapped, so a caller can tell a transient
+		// answer (kerr.IsRetriable) from a final one.
+		return nil, fmt.Errorf("while listing target end offsets: %s: %w", strings.Join(bad, "; "), first)
 	}
 	return ends, nil
 }

@@ -445,6 +445,20 @@ func (c *Cluster) Restart(ctx context.Context, id int32) error {
 	return c.WaitReady(ctx)
 }
 
+// RestartAll starts every broker that is not running (after a whole-cluster outage:
+// restarted one at a time, none would find a controller quorum) and waits until all
+// are ready.
+func (c *Cluster) RestartAll(ctx context.Context) error {
+	for _, n := range c.nodes {
+		if !c.Running(n.id) {
+			if err := c.startNode(n); err != nil {
+				return err
+			}
+		}
+	}
+	return c.WaitReady(ctx)
+}
+
 // Running reports whether broker id's process runs.
 func (c *Cluster) Running(id int32) bool {
 	n, err := c.node(id)

@@ -1,10 +1,13 @@
 package topics
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/IBM/sarama"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
 
 // Names of the size limits a Kafka broker checks each record batch against.
@@ -23,6 +26,31 @@ type MessageLimits struct {
 	Broker int
 	// Topics holds each described topic's limit.
 	Topics map[string]int
+	// Unread says which limits could not be read (a refused DescribeConfigs above all),
+	// each error naming the operation and resource; Broker and Topics hold the values
+	// assumed in their place. A topic not created yet is not among them.
+	Unread []error
+}
+
+// IsAuthorization reports whether err is a broker refusing the principal an operation
+// (a missing ACL): on a topic, a group, the cluster or a transactional id.
+func IsAuthorization(err error) bool {
+	for _, k := range []sarama.KError{sarama.ErrTopicAuthorizationFailed, sarama.ErrGroupAuthorizationFailed,
+		sarama.ErrClusterAuthorizationFailed, sarama.ErrTransactionalIDAuthorizationFailed} {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusal names, when err is an authorization error, the operation and the resource
+// refused, so that the line says which ACL is missing; other errors are unchanged.
+func refusal(operation, resourceType, name string, err error) error {
+	if !IsAuthorization(err) {
+		return err
+	}
+	return fmt.Errorf("not authorized to %s on %s %q: %w", operation, resourceType, name, err)
 }
 
 // ReadMessageLimits returns, for every topic, the largest record batch the cluster
@@ -44,11 +72,22 @@ func ReadMessageLimits(admin sarama.ClusterAdmin, topics []string) (MessageLimit
 		resources = append(resources, &sarama.ConfigResource{Type: sarama.TopicResource, Name: t, ConfigNames: []string{topicMaxMessageBytes}})
 	}
 	results, topicErr := admin.DescribeConfigs(resources, sarama.DescribeConfigsOptions{})
+	var unread []error
+	if brokerErr != nil {
+		unread = append(unread, brokerErr)
+	}
+	if topicErr != nil {
+		unread = append(unread, fmt.Errorf("while describing the %s of target topics %q: %w", topicMaxMessageBytes, topics, topicErr))
+	}
 	// described holds the value a topic describe returned without it being set on the
 	// topic: a broker may report its static default there rather than its dynamic one.
 	described := map[string]int{}
 	for _, r := range results {
 		if r.ErrorCode != sarama.ErrNoError {
+			if r.ErrorCode != sarama.ErrUnknownTopicOrPartition {
+				unread = append(unread, fmt.Errorf("while describing the %s of target topic %q: %w", topicMaxMessageBytes, r.Name,
+					refusal("DESCRIBE_CONFIGS", "TOPIC", r.Name, describeError(r))))
+			}
 			continue
 		}
 		for _, e := range r.Configs {
@@ -79,7 +118,7 @@ func ReadMessageLimits(admin sarama.ClusterAdmin, topics []string) (MessageLimit
 			out[t] = DefaultMaxMessageBytes
 		}
 	}
-	return MessageLimits{Broker: broker, Topics: out}, nil
+	return MessageLimits{Broker: broker, Topics: out, Unread: unread}, nil
 }
 
 // brokerMessageLimit reads message.max.bytes from the cluster's controller (any broker
@@ -93,7 +132,7 @@ func brokerMessageLimit(admin sarama.ClusterAdmin) (int, error) {
 		Type: sarama.BrokerResource, Name: strconv.Itoa(int(controller)), ConfigNames: []string{brokerMessageMaxBytes},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("while describing broker %d's %s: %w", controller, brokerMessageMaxBytes, err)
+		return 0, fmt.Errorf("while describing broker %d's %s: %w", controller, brokerMessageMaxBytes, refusal("DESCRIBE_CONFIGS", "CLUSTER", kafka.ClusterResource, err))
 	}
 	for _, e := range entries {
 		if n, err := strconv.Atoi(e.Value); e.Name == brokerMessageMaxBytes && err == nil && n > 0 {

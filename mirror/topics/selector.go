@@ -3,6 +3,7 @@ package topics
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,9 +17,11 @@ const internalPrefix = "__"
 // Selector decides which source topics are mirrored and names their targets.
 // It is safe for concurrent use.
 type Selector struct {
-	include []*regexp.Regexp
-	exclude []*regexp.Regexp
-	rename  *config.Rename
+	// includeSrc holds the include expressions as written, for HiddenIncludes.
+	includeSrc []string
+	include    []*regexp.Regexp
+	exclude    []*regexp.Regexp
+	rename     *config.Rename
 }
 
 // NewSelector compiles the include and exclude expressions of t. Each expression must
@@ -38,7 +41,7 @@ func NewSelector(t config.Topics) (*Selector, error) {
 		r := *t.Rename
 		rename = &r
 	}
-	return &Selector{include: include, exclude: exclude, rename: rename}, nil
+	return &Selector{includeSrc: slices.Clone(t.Include), include: include, exclude: exclude, rename: rename}, nil
 }
 
 // compileAll anchors every expression so that it must match the whole name; a user who

@@ -476,3 +476,14 @@ func (s *scenario) figures(rep audit.Report, extra map[string]any) {
 		}
 	}
 }
+
+// logTime returns the time of a JSON log line (zap's "ts", seconds since the epoch).
+func logTime(line string) (time.Time, bool) {
+	var l struct {
+		TS float64 `json:"ts"`
+	}
+	if json.Unmarshal([]byte(line), &l) != nil || l.TS == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, int64(l.TS*float64(time.Second))), true
+}
