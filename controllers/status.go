@@ -295,6 +295,7 @@ var warningReasons = map[string]bool{
 	v1alpha1.ReasonTargetUnreachable:         true,
 	v1alpha1.ReasonTopicSyncFailed:           true,
 	v1alpha1.ReasonTopicSyncDisabled:         true,
+	v1alpha1.ReasonFailoverFailed:            true,
 }
 
 // recordTransitions emits an event when Ready or TopicsSynced changes reason, and one
