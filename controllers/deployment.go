@@ -207,7 +207,7 @@ func unpinUserID(spec *corev1.PodSpec) {
 }
 
 func desiredReplicas(m *v1alpha1.KafkaMirror) int32 {
-	if m.Spec.Paused {
+	if m.Spec.Paused || m.Spec.Failover != nil {
 		return 0
 	}
 	if m.Spec.Autoscaling != nil {

@@ -64,6 +64,7 @@ type KafkaMirrorReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get,roleName=kafka-mirror-secret-reader
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create
 
 // Reconcile runs reconcileSteps, in order, for one KafkaMirror (none while it carries
 // kafkamirror.io/reconcile: disabled), and writes the status once, in a defer, from

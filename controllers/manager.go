@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -147,6 +148,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (manager.Manager, error) {
 			&corev1.ConfigMap{}:             managed,
 			&corev1.Service{}:               managed,
 			&policyv1.PodDisruptionBudget{}: managed,
+			&batchv1.Job{}:                  managed,
 		}},
 		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.HealthProbeAddress,
@@ -259,6 +261,8 @@ func (r *KafkaMirrorReconciler) SetupWithManager(mgr manager.Manager, o ManagerO
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		// The failover Job's progress (spec.failover).
+		Owns(&batchv1.Job{}).
 		// A referenced Secret changed (secretPoller).
 		WatchesRawSource(source.Channel(secretChanged, &handler.EnqueueRequestForObject{})).
 		// A finished topic sync (run off the workers) enqueues its KafkaMirror.

@@ -47,6 +47,9 @@ type observation struct {
 	autoscaling *v1alpha1.AutoscalingStatus
 	// scaled is true when the autoscaling step changed the replica count.
 	scaled bool
+	// failover is spec.failover's state as the failover step left it; nil without
+	// spec.failover or when the reconcile stopped before that step.
+	failover *v1alpha1.FailoverStatus
 }
 
 // computeStatus returns m's status for what obs observed. Conditions keep their
@@ -114,6 +117,13 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 		return st
 	}
 	set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonReconciled, "the spec is valid")
+	if m.Spec.Failover != nil {
+		// The topics are no longer synced: TopicsSynced keeps what it said last.
+		st.Failover = failoverState(st.Failover, obs.failover)
+		failoverConditions(st.Failover, set)
+		return st
+	}
+	st.Failover = nil
 
 	topicsStatus, topicsReason, topicsMsg := topicsCondition(obs)
 	set(v1alpha1.ConditionTopicsSynced, topicsStatus, topicsReason, topicsMsg)
@@ -285,6 +295,7 @@ var warningReasons = map[string]bool{
 	v1alpha1.ReasonTargetUnreachable:         true,
 	v1alpha1.ReasonTopicSyncFailed:           true,
 	v1alpha1.ReasonTopicSyncDisabled:         true,
+	v1alpha1.ReasonFailoverFailed:            true,
 }
 
 // recordTransitions emits an event when Ready or TopicsSynced changes reason, and one

@@ -24,6 +24,7 @@ var reconcileSteps = []reconcileStep{
 	{"look for another mirror with the consumer group", specCheck((*KafkaMirrorReconciler).checkConsumerGroup)},
 	{"look for a conflicting autoscaler", specCheck((*KafkaMirrorReconciler).checkAutoscalerConflict)},
 	{"read Secrets", (*KafkaMirrorReconciler).readSecrets},
+	{"fail over", (*KafkaMirrorReconciler).failoverStep},
 	{"sync topics", (*KafkaMirrorReconciler).syncTopicsStep},
 	{"autoscale", (*KafkaMirrorReconciler).autoscaleStep},
 	{"write children", (*KafkaMirrorReconciler).writeChildren},

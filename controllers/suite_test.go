@@ -51,7 +51,7 @@ const (
 
 // managedNamespaces are the namespaces the suite's manager watches; each test uses its
 // own. The leader-election test runs its own managers in another namespace.
-var managedNamespaces = []string{"t-basic", "t-secret", "t-unreachable", "t-invalid", "t-scale", "t-nosync", "t-tls", "t-reach", "t-pause", "t-replicas", "t-podhealth", "t-podoptions", "t-hang", "t-lag", "t-managedauth", "t-groups", "t-autoscale", "t-endpoint", "t-topicid", "t-tenant-a", "t-tenant-b", "t-hpa", "t-syncspec"}
+var managedNamespaces = []string{"t-basic", "t-secret", "t-unreachable", "t-invalid", "t-scale", "t-nosync", "t-tls", "t-reach", "t-pause", "t-replicas", "t-podhealth", "t-podoptions", "t-hang", "t-lag", "t-managedauth", "t-groups", "t-autoscale", "t-endpoint", "t-topicid", "t-tenant-a", "t-tenant-b", "t-hpa", "t-syncspec", "t-failover"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()

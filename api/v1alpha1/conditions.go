@@ -18,6 +18,10 @@ const (
 	// changes it (for example a regular expression or CEL expression that does not
 	// compile). Its message names the field.
 	ConditionStalled = "Stalled"
+	// ConditionFailedOver is present with spec.failover: True once the failover
+	// completed (reason FailedOver), False while it runs (reason FailingOver) or when it
+	// failed (reason FailoverFailed).
+	ConditionFailedOver = "FailedOver"
 )
 
 // Condition reasons. Event reasons are the same strings.
@@ -136,6 +140,16 @@ const (
 	// ReconcileAnnotation=ReconcileDisabled; the operator leaves its children and Kafka
 	// alone, and Ready, TopicsSynced and Stalled keep what they said before the pause.
 	ReasonReconcileDisabled = "ReconcileDisabled"
+
+	// ReasonFailedOver (FailedOver=True, Ready=False): spec.failover completed; the
+	// mirror stays stopped and status.failover.report says what was left behind.
+	ReasonFailedOver = "FailedOver"
+	// ReasonFailingOver (FailedOver=False, Ready=False): spec.failover is under way:
+	// the mirror is stopping or the failover Job runs.
+	ReasonFailingOver = "FailingOver"
+	// ReasonFailoverFailed (FailedOver=False, Ready=False): the failover Job failed;
+	// status.failover.message says why. Deleting the Job <name>-failover retries it.
+	ReasonFailoverFailed = "FailoverFailed"
 )
 
 // Autoscaling reasons, in status.autoscaling.reason; ScaledUp and ScaledDown are event

@@ -60,6 +60,7 @@ type KafkaMirrorList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.delivery) || self.delivery != 'exactlyOnce' || !has(self.partitioning) || self.partitioning == 'preserve'",message="delivery exactlyOnce needs partitioning preserve: its transactions and fencing are per source partition"
 // +kubebuilder:validation:XValidation:rule="!has(self.delivery) || self.delivery != 'exactlyOnce' || !has(self.handlers) || self.handlers.all(h, !has(h.name) || size(h.name) == 0)",message="delivery exactlyOnce allows CEL handlers only: a named handler may fan a record out"
 // +kubebuilder:validation:XValidation:rule="!has(self.transactionInterval) || !has(self.offsetCommitInterval) || duration(self.transactionInterval) <= duration(self.offsetCommitInterval)",message="transactionInterval must be at most offsetCommitInterval"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.failover) || has(self.failover)",message="failover cannot be removed once set: a failed-over mirror stays stopped, since its consumers and producers may already use the target; to mirror again create a new KafkaMirror (or a reverse one)"
 type KafkaMirrorSpec struct {
 	// source is the cluster records are read from.
 	// +required
@@ -151,6 +152,16 @@ type KafkaMirrorSpec struct {
 	// it exits, so resuming gives no duplicates. Default false.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// failover fails the mirror over to its target cluster (docs/failover.md): the
+	// operator scales the mirror to 0 (its pods drain and commit), then runs
+	// `kafka-mirror failover` as the Job <name>-failover and reports in
+	// status.failover. It cannot be changed or removed once set: a failed-over mirror
+	// stays stopped, since consumers and producers may already use the target; to
+	// mirror again create a new KafkaMirror, or a reverse one.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="failover is immutable once set: a failed-over mirror stays stopped; to mirror again create a new KafkaMirror (or a reverse one)"
+	Failover *FailoverSpec `json:"failover,omitempty"`
 
 	// offsetCommitInterval is how often acked source offsets are committed, as a
 	// duration string. Default 5s.
@@ -967,6 +978,10 @@ type KafkaMirrorStatus struct {
 	// autoscaling is the autoscaler's last decision, with spec.autoscaling.
 	// +optional
 	Autoscaling *AutoscalingStatus `json:"autoscaling,omitempty"`
+
+	// failover is the state of spec.failover: phase, times and the report.
+	// +optional
+	Failover *FailoverStatus `json:"failover,omitempty"`
 }
 
 // AutoscalingStatus is the autoscaler's last decision and what it was based on.

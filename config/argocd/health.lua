@@ -4,7 +4,9 @@
 -- (Healthy, Progressing, Degraded, Suspended) and `message`. It is installed through the
 -- argocd-cm key resource.customizations.health.kafkamirror.io_KafkaMirror (see argocd-cm.yaml).
 --
--- In order: Stalled=True for this generation -> Degraded; spec.paused -> Suspended; no Ready
+-- In order: Stalled=True for this generation -> Degraded; a declared failover (FailedOver
+-- condition) -> Healthy once completed, Degraded when it failed, Progressing while it runs;
+-- spec.paused -> Suspended; no Ready
 -- condition yet, or one written for an older generation -> Progressing (a sync that changed the
 -- spec waits for the operator); Ready=False because paused or scaled to 0 -> Suspended;
 -- Ready=False for a reason a person must fix -> Degraded; Reconciling=True or Ready not True ->
@@ -66,6 +68,18 @@ local function health(obj)
   local stalled = condition(conditions, "Stalled")
   if stalled ~= nil and stalled.status == "True" and current(stalled) then
     return "Degraded", describe(stalled)
+  end
+  -- spec.failover: a completed failover is the state asked for (the mirror stays stopped
+  -- on purpose), a failed one needs a person.
+  local failedOver = condition(conditions, "FailedOver")
+  if failedOver ~= nil and current(failedOver) then
+    if failedOver.status == "True" then
+      return "Healthy", describe(failedOver)
+    end
+    if failedOver.reason == "FailoverFailed" then
+      return "Degraded", describe(failedOver)
+    end
+    return "Progressing", describe(failedOver)
   end
   if obj.spec ~= nil and obj.spec.paused == true then
     return "Suspended", "Mirroring is paused (spec.paused is true)"

@@ -64,6 +64,13 @@ func Rejected() map[string]Case {
 		return m.Spec.Source.SASL
 	}
 	return map[string]Case{
+		"failover timeout of zero": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Failover = &v1alpha1.FailoverSpec{Mode: "planned", Timeout: &metav1.Duration{}}
+			},
+			Field:   "spec.failover.timeout",
+			Message: "failover.timeout must be a positive duration such as 10m",
+		},
 		"empty bootstrap servers": {
 			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Source.BootstrapServers = []string{} },
 			Field:   "spec.source.bootstrapServers",

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -19,6 +20,7 @@ import (
 func NewFailoverCommand() *cobra.Command {
 	var (
 		configPath, mode, output string
+		terminationLog           string
 		timeout                  time.Duration
 	)
 	cmd := &cobra.Command{
@@ -73,6 +75,12 @@ cases.`,
 				return err
 			}
 			report, err := mirror.Failover(cmd.Context(), cfg, mirror.FailoverOptions{Mode: m, Timeout: timeout}, mirror.WithLogger(log))
+			if terminationLog != "" && report != nil {
+				_, summary := report.Summarize()
+				if werr := os.WriteFile(terminationLog, summary, 0o644); werr != nil {
+					log.Error(werr, "Failed to write the failover summary", "path", terminationLog)
+				}
+			}
 			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -90,6 +98,7 @@ cases.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, fmt.Sprintf("planned: the longest the whole failover may take (default %v); immediate: the longest to wait for a cluster's answer (default %v)",
 		mirror.DefaultPlannedFailoverTimeout, mirror.DefaultImmediateFailoverTimeout))
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	cmd.Flags().StringVar(&terminationLog, "termination-log", "", "also write a summary of the report (JSON, at most 4 KiB) to this file, such as /dev/termination-log in the operator's failover Job")
 	_ = cmd.MarkFlagRequired("mode")
 	return cmd
 }

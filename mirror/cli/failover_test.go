@@ -124,9 +124,23 @@ metrics: {address: "0"}
 	}
 	gone := closed.Addr().String()
 	_ = closed.Close()
-	out, err = runFailover(t, "--config", writeConfig(gone), "--mode", "immediate", "--timeout", "5s", "-o", "json")
+	// As the operator's failover Job runs it: the summary goes to the termination log too.
+	termLog := filepath.Join(t.TempDir(), "termination-log")
+	out, err = runFailover(t, "--config", writeConfig(gone), "--mode", "immediate", "--timeout", "5s", "-o", "json", "--termination-log", termLog)
 	if err != nil {
 		t.Fatalf("immediate failover failed: %v\n%s", err, out)
+	}
+	summaryJSON, err := os.ReadFile(termLog)
+	if err != nil {
+		t.Fatalf("no termination log: %v", err)
+	}
+	var summary mirror.FailoverSummary
+	if err := json.Unmarshal(summaryJSON, &summary); err != nil {
+		t.Fatalf("the termination log is not a JSON summary: %v\n%s", err, summaryJSON)
+	}
+	if summary.Mode != mirror.FailoverImmediate || !summary.Completed || summary.SourceReachable || summary.Partitions != partitions ||
+		summary.LeftBehindUnknown != partitions || len(summary.PartitionDetails) != partitions || len(summaryJSON) > mirror.MaxFailoverSummaryBytes {
+		t.Fatalf("termination log summary %s", summaryJSON)
 	}
 	var report mirror.FailoverReport
 	if err := json.Unmarshal([]byte(out), &report); err != nil {
