@@ -13,15 +13,16 @@ import (
 // targetTopics answers whether a target topic exists and how many partitions it has.
 // Its metadata requests never auto-create topics (kafka.NewConfig turns that off).
 //
-// Two clients take part. probe (the target admin's client) answers the question: its
-// metadata refresh fails within a second when the topic is missing or the target is
-// unreachable, so a waiting partition logs, backs off and notices ctx ending. client
-// (the producer's own) must agree before a record is sent, or sarama's manual
-// partitioner would refuse a partition it does not know yet; but it retries a refresh
-// for up to deliveryTimeout (kafka.ProducerConfig), so it is asked only once probe
-// found the topic ready, and never longer than ctx allows.
+// Two kinds of client take part. probe (the target admin's client) answers the
+// question: its metadata refresh fails within a second when the topic is missing or
+// the target is unreachable, so a waiting partition logs, backs off and notices ctx
+// ending. clients (the batching producers' own) must all agree before a record is
+// sent, or sarama's manual partitioner would refuse a partition its client does not
+// know yet; but each retries a refresh for up to deliveryTimeout
+// (kafka.ProducerConfig), so they are asked only once probe found the topic ready, and
+// never longer than ctx allows.
 type targetTopics struct {
-	client   sarama.Client
+	clients  []sarama.Client
 	probe    sarama.Client
 	preserve bool
 
@@ -30,17 +31,17 @@ type targetTopics struct {
 	checks, refreshes atomic.Int64
 }
 
-func newTargetTopics(client, probe sarama.Client, preserve bool) *targetTopics {
-	return &targetTopics{client: client, probe: probe, preserve: preserve}
+func newTargetTopics(clients []sarama.Client, probe sarama.Client, preserve bool) *targetTopics {
+	return &targetTopics{clients: clients, probe: probe, preserve: preserve}
 }
 
 // check returns the topic's partition count when it can take a record for partition
 // (with preserve, the target needs more than partition partitions), or why it cannot.
 //
-// Both clients are first read from their cached metadata, which needs no request and
-// no goroutine: that is every call once a topic is ready. Only when the producer's
-// client lags behind probe's (a new topic, more partitions) does check refresh it, in
-// a goroutine so that ctx bounds the wait.
+// Every client is first read from its cached metadata, which needs no request and no
+// goroutine: that is every call once a topic is ready. Only when a producer's client
+// lags behind probe's (a new topic, more partitions) does check refresh it, in a
+// goroutine so that ctx bounds the wait.
 func (t *targetTopics) check(ctx context.Context, topic string, partition int32, refresh bool) (int32, error) {
 	t.checks.Add(1)
 	if refresh {
@@ -52,13 +53,23 @@ func (t *targetTopics) check(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return n, err
 	}
-	if cached(t.client, topic) {
-		if n, err := t.partitions(t.client, topic, partition); err == nil {
+	for _, client := range t.clients {
+		if n, err = t.agrees(ctx, client, topic, partition); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// agrees is check's verdict from one producer's client: from its cached metadata, or
+// refreshed when it lags behind probe's. The refresh may retry for up to
+// deliveryTimeout, so the whole step is bounded by ctx.
+func (t *targetTopics) agrees(ctx context.Context, client sarama.Client, topic string, partition int32) (int32, error) {
+	if cached(client, topic) {
+		if n, err := t.partitions(client, topic, partition); err == nil {
 			return n, nil
 		}
 	}
-	// The producer's view, refreshed because it lags behind probe's. The refresh may
-	// retry for up to deliveryTimeout, so the whole step is bounded by ctx.
 	type verdict struct {
 		n   int32
 		err error
@@ -67,10 +78,10 @@ func (t *targetTopics) check(ctx context.Context, topic string, partition int32,
 	done := make(chan verdict, 1)
 	go func() {
 		var v verdict
-		if rerr := t.client.RefreshMetadata(topic); rerr != nil {
+		if rerr := client.RefreshMetadata(topic); rerr != nil {
 			v.err = fmt.Errorf("while reading metadata of target topic %q: %w", topic, rerr)
 		} else {
-			v.n, v.err = t.partitions(t.client, topic, partition)
+			v.n, v.err = t.partitions(client, topic, partition)
 		}
 		done <- v
 	}()

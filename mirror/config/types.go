@@ -160,6 +160,13 @@ type Producer struct {
 	FlushBytes int `json:"flushBytes,omitempty"`
 	// FlushMessages sends a batch once it holds this many records. Default: unset.
 	FlushMessages int `json:"flushMessages,omitempty"`
+	// Producers is the number of batching producers, each with its own connections,
+	// that share the target partitions: every source partition's records go through
+	// one of them, so order and idempotence hold, and each broker sees up to this many
+	// requests in flight rather than one. More help a target far away (one round trip
+	// per request); 1 is one producer as before. Ignored with delivery exactlyOnce.
+	// Default: DefaultProducers.
+	Producers int `json:"producers,omitempty"`
 }
 
 // Compression codecs for producer.compression.
@@ -448,6 +455,14 @@ func (c *Config) ProducerCompression() string {
 		return DefaultCompression
 	}
 	return c.Producer.Compression
+}
+
+// BatchProducers returns producer.producers, DefaultProducers when unset.
+func (c *Config) BatchProducers() int {
+	if c.Producer == nil || c.Producer.Producers == 0 {
+		return DefaultProducers
+	}
+	return c.Producer.Producers
 }
 
 // ProducerMaxMessageBytes returns producer.maxMessageBytes, 0 when unset.
