@@ -373,7 +373,7 @@ func TestInFlightBytesStayWithinBudget(t *testing.T) {
 
 // TestInFlightRecordsStayWithinProcessBound mirrors small records through a slow
 // target with a per-partition bound (10,000 on each of 4 partitions) that alone would
-// let 40,000 records wait in the producer: the process-wide bound holds them to
+// let 40,000 records wait in the producers: the process-wide bound holds them to
 // inFlightRecordsPerProcess, the bound is reached (it was the limit), and everything
 // arrives once.
 func TestInFlightRecordsStayWithinProcessBound(t *testing.T) {
@@ -385,9 +385,10 @@ func TestInFlightRecordsStayWithinProcessBound(t *testing.T) {
 	w := newWorkload(partitions)
 	w.produce(t, c.source, perPartition)
 	// Each produce request waits 1 s: with 100 ms a busy machine's reader fell behind
-	// the producer, and all 48,000 records were mirrored without the bound ever filling
-	// (seen in two full runs). 1 s still lets a rebalance's drain finish within the
-	// test's drain limit, so nothing is read twice.
+	// the producers (one per partition here, each with a request in flight), and all
+	// 48,000 records were mirrored without the bound ever filling (seen in two full
+	// runs). 1 s still lets a rebalance's drain finish within the test's drain limit,
+	// so nothing is read twice.
 	slow := slowTarget(c.target, time.Second)
 
 	r := startEngine(t, c.testConfig(t, func(cfg *config.Config) {

@@ -26,8 +26,8 @@ type targetTopics struct {
 	probe    sarama.Client
 	preserve bool
 
-	// checks counts calls of check and refreshes the producer-client refreshes among
-	// them, so tests can show that a ready topic costs no call per record.
+	// checks counts calls of check and refreshes those among them that refreshed a
+	// producer's client, so tests can show that a ready topic costs no call per record.
 	checks, refreshes atomic.Int64
 }
 
@@ -53,28 +53,33 @@ func (t *targetTopics) check(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return n, err
 	}
+	refreshed := false
 	for _, client := range t.clients {
-		if n, err = t.agrees(ctx, client, topic, partition); err != nil {
+		var r bool
+		if n, r, err = t.agrees(ctx, client, topic, partition); err != nil {
 			return n, err
 		}
+		refreshed = refreshed || r
+	}
+	if refreshed {
+		t.refreshes.Add(1)
 	}
 	return n, nil
 }
 
 // agrees is check's verdict from one producer's client: from its cached metadata, or
-// refreshed when it lags behind probe's. The refresh may retry for up to
-// deliveryTimeout, so the whole step is bounded by ctx.
-func (t *targetTopics) agrees(ctx context.Context, client sarama.Client, topic string, partition int32) (int32, error) {
+// refreshed (then refreshed is true) when it lags behind probe's. The refresh may retry
+// for up to deliveryTimeout, so the whole step is bounded by ctx.
+func (t *targetTopics) agrees(ctx context.Context, client sarama.Client, topic string, partition int32) (n int32, refreshed bool, err error) {
 	if cached(client, topic) {
 		if n, err := t.partitions(client, topic, partition); err == nil {
-			return n, nil
+			return n, false, nil
 		}
 	}
 	type verdict struct {
 		n   int32
 		err error
 	}
-	t.refreshes.Add(1)
 	done := make(chan verdict, 1)
 	go func() {
 		var v verdict
@@ -87,9 +92,9 @@ func (t *targetTopics) agrees(ctx context.Context, client sarama.Client, topic s
 	}()
 	select {
 	case v := <-done:
-		return v.n, v.err
+		return v.n, true, v.err
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, true, ctx.Err()
 	}
 }
 

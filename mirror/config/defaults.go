@@ -19,7 +19,7 @@ const (
 	DefaultTransactionInterval     = 100 * time.Millisecond
 	// DefaultProducers is producer.producers: batching producers sharing the target
 	// partitions (docs/performance.md "Across regions").
-	DefaultProducers = 4
+	DefaultProducers = 8
 	// MaxProducers bounds producer.producers: each is a client with its own
 	// connection to every target broker.
 	MaxProducers = 16

@@ -161,11 +161,12 @@ type Producer struct {
 	// FlushMessages sends a batch once it holds this many records. Default: unset.
 	FlushMessages int `json:"flushMessages,omitempty"`
 	// Producers is the number of batching producers, each with its own connections,
-	// that share the target partitions: every source partition's records go through
-	// one of them, so order and idempotence hold, and each broker sees up to this many
-	// requests in flight rather than one. More help a target far away (one round trip
-	// per request); 1 is one producer as before. Ignored with delivery exactlyOnce.
-	// Default: DefaultProducers.
+	// that share the mirrored partitions: every source partition's records go through
+	// one of them, so order and idempotence hold, and each target broker sees up to
+	// this many requests in flight rather than one. A far target needs them: each
+	// producer sends one request per round trip, with at most one batch per partition.
+	// 1 sends everything through one producer (a little less CPU and memory on a near
+	// target). Ignored with delivery exactlyOnce. Default 8, at most 16.
 	Producers int `json:"producers,omitempty"`
 }
 
