@@ -26,8 +26,8 @@ type targetTopics struct {
 	probe    sarama.Client
 	preserve bool
 
-	// checks counts calls of check and refreshes those among them that refreshed a
-	// producer's client, so tests can show that a ready topic costs no call per record.
+	// checks counts calls of check and refreshes those among them that refreshed
+	// producers' clients, so tests can show that a ready topic costs no call per record.
 	checks, refreshes atomic.Int64
 }
 
@@ -39,9 +39,9 @@ func newTargetTopics(clients []sarama.Client, probe sarama.Client, preserve bool
 // (with preserve, the target needs more than partition partitions), or why it cannot.
 //
 // Every client is first read from its cached metadata, which needs no request and no
-// goroutine: that is every call once a topic is ready. Only when a producer's client
-// lags behind probe's (a new topic, more partitions) does check refresh it, in a
-// goroutine so that ctx bounds the wait.
+// goroutine: that is every call once a topic is ready. Only the producers' clients
+// that lag behind probe's (a new topic, more partitions) are refreshed, concurrently,
+// in goroutines so that ctx bounds the wait.
 func (t *targetTopics) check(ctx context.Context, topic string, partition int32, refresh bool) (int32, error) {
 	t.checks.Add(1)
 	if refresh {
@@ -53,49 +53,63 @@ func (t *targetTopics) check(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return n, err
 	}
-	refreshed := false
+	// Every producer's view, from its cache; those that lag behind probe's are
+	// refreshed together (one round trip, not one per producer). A refresh may retry
+	// for up to deliveryTimeout, so the whole step is bounded by ctx.
+	var lagging []sarama.Client
+	known := int32(-1)
 	for _, client := range t.clients {
-		var r bool
-		if n, r, err = t.agrees(ctx, client, topic, partition); err != nil {
-			return n, err
+		if !cached(client, topic) {
+			lagging = append(lagging, client)
+			continue
 		}
-		refreshed = refreshed || r
-	}
-	if refreshed {
-		t.refreshes.Add(1)
-	}
-	return n, nil
-}
-
-// agrees is check's verdict from one producer's client: from its cached metadata, or
-// refreshed (then refreshed is true) when it lags behind probe's. The refresh may retry
-// for up to deliveryTimeout, so the whole step is bounded by ctx.
-func (t *targetTopics) agrees(ctx context.Context, client sarama.Client, topic string, partition int32) (n int32, refreshed bool, err error) {
-	if cached(client, topic) {
-		if n, err := t.partitions(client, topic, partition); err == nil {
-			return n, false, nil
+		cn, err := t.partitions(client, topic, partition)
+		if err != nil {
+			lagging = append(lagging, client)
+			continue
 		}
+		known = minKnown(known, cn)
 	}
+	if len(lagging) == 0 {
+		return known, nil
+	}
+	t.refreshes.Add(1)
 	type verdict struct {
 		n   int32
 		err error
 	}
-	done := make(chan verdict, 1)
-	go func() {
-		var v verdict
-		if rerr := client.RefreshMetadata(topic); rerr != nil {
-			v.err = fmt.Errorf("while reading metadata of target topic %q: %w", topic, rerr)
-		} else {
-			v.n, v.err = t.partitions(client, topic, partition)
-		}
-		done <- v
-	}()
-	select {
-	case v := <-done:
-		return v.n, true, v.err
-	case <-ctx.Done():
-		return 0, true, ctx.Err()
+	done := make(chan verdict, len(lagging))
+	for _, client := range lagging {
+		go func() {
+			var v verdict
+			if rerr := client.RefreshMetadata(topic); rerr != nil {
+				v.err = fmt.Errorf("while reading metadata of target topic %q: %w", topic, rerr)
+			} else {
+				v.n, v.err = t.partitions(client, topic, partition)
+			}
+			done <- v
+		}()
 	}
+	for range lagging {
+		select {
+		case v := <-done:
+			if v.err != nil {
+				return v.n, v.err
+			}
+			known = minKnown(known, v.n)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	return known, nil
+}
+
+// minKnown is the smaller of two partition counts, known being -1 before the first.
+func minKnown(known, n int32) int32 {
+	if known < 0 {
+		return n
+	}
+	return min(known, n)
 }
 
 // cached reports whether client holds metadata of topic, so that reading its
