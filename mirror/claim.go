@@ -53,6 +53,8 @@ type claimState struct {
 	free []*outMsg
 	// via is the producer this claim sent its last record through (see sender.admit).
 	via route
+	// pool is the batching producer of this claim's records (sender.poolIndex).
+	pool int
 
 	// sendCtx bounds handing a record to the producer: it ends the drain limit after
 	// the session ended (sessionState.drain), so a record read before the end still
@@ -101,6 +103,7 @@ func (s *stream) startClaim(claim sarama.ConsumerGroupClaim, trackerSize int) (*
 		target:    e.sel.TargetName(claim.Topic()),
 		confirmed: -1,
 		sendCtx:   ss.drain,
+		pool:      e.sender.poolIndex(claim.Topic(), claim.Partition()),
 	}
 	ss.mu.Lock()
 	ss.claims = append(ss.claims, c)

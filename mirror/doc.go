@@ -1,7 +1,8 @@
 // Package mirror is the mirror engine: it reads records from the source cluster through
 // `streams` consumer-group members, runs them through the handler chain, writes them to
-// the target cluster through one shared idempotent producer, and commits a source
-// offset only when the target acknowledged every record at or below it.
+// the target cluster through a few shared idempotent producers (each source partition
+// through one of them), and commits a source offset only when the target acknowledged
+// every record at or below it.
 //
 // The pieces, each in its own file, one type per role:
 //   - engine.go: Engine, New and Run, the outline of everything Run starts, and the
@@ -13,7 +14,7 @@
 //   - claim.go: a record's path through one claim (ConsumeClaim, the read loop, the
 //     handler chain, the wait for its target topic), including the drain before a
 //     partition is released;
-//   - sender.go: sender, the batching and single-record producers, their acks (and a
+//   - sender.go: sender, the pool of batching producers and the single-record one, their acks (and a
 //     send that finally failed into the engine's error), the outMsg pool; with
 //     limits.go (the size limits that route records between the two producers) and
 //     budget.go (the in-flight byte budget);

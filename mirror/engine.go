@@ -242,7 +242,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	connsOpen, producerOpen := true, false
 	defer func() {
 		if producerOpen {
-			_ = e.sender.producer.Close()
+			for _, p := range e.sender.producers {
+				_ = p.Close()
+			}
 			_ = e.sender.single.Close()
 		}
 		if connsOpen {
@@ -269,7 +271,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err := e.life.untilStopped(ctx, func() error { return e.sender.openProducers(made, targets) }, made.closeProducers); err != nil {
 		return startFailed(err)
 	}
-	conns.producer, conns.target, conns.single, conns.singleClient = made.producer, made.target, made.single, made.singleClient
+	conns.producers, conns.clients, conns.single, conns.singleClient = made.producers, made.clients, made.single, made.singleClient
 	producerOpen = true
 	stopSyncs := e.startCheckpoints(bgCtx, conns, bg.Go)
 	defer stopSyncs(time.Now(), true)
@@ -324,7 +326,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	waitUntil(deadline, bgDone)
 
 	producerOpen = false
-	e.sender.producer.AsyncClose()
+	e.sender.closeBatching()
 	if !waitUntil(deadline, acksDone) {
 		e.log.Info("Stopped waiting for the target to ack the records in flight; they are not committed and will be mirrored again after a restart")
 	}

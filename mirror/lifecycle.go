@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,15 +168,20 @@ type connections struct {
 	targetAdmin sarama.ClusterAdmin
 	sourceMeta  sarama.Client
 	targetMeta  sarama.Client // the target admin's client
-	// The producers and their clients are made by sender.openProducers.
-	producer     sarama.AsyncProducer
-	target       sarama.Client
+	// The producers and their clients are made by sender.openProducers: the
+	// batching producers (producers[i] with clients[i]) and the single-record one.
+	producers    []sarama.AsyncProducer
+	clients      []sarama.Client
 	single       sarama.AsyncProducer
 	singleClient sarama.Client
 }
 
 func (c *connections) close() {
-	for _, cl := range []interface{ Close() error }{c.sourceAdmin, c.targetAdmin, c.target, c.singleClient} {
+	closers := []interface{ Close() error }{c.sourceAdmin, c.targetAdmin, c.singleClient}
+	for _, cl := range c.clients {
+		closers = append(closers, cl)
+	}
+	for _, cl := range closers {
 		if cl != nil {
 			_ = cl.Close()
 		}
@@ -185,12 +191,12 @@ func (c *connections) close() {
 // closeProducers closes the producers sender.openProducers made and their clients,
 // those it made.
 func (c *connections) closeProducers() {
-	for _, p := range []sarama.AsyncProducer{c.producer, c.single} {
+	for _, p := range append(slices.Clone(c.producers), c.single) {
 		if p != nil {
 			_ = p.Close()
 		}
 	}
-	for _, cl := range []sarama.Client{c.target, c.singleClient} {
+	for _, cl := range append(slices.Clone(c.clients), c.singleClient) {
 		if cl != nil {
 			_ = cl.Close()
 		}

@@ -17,7 +17,7 @@ const recordBatchOverhead = 61
 // request larger than sarama.MaxRequestSize.
 const maxProducibleBytes = config.MaxMaxMessageBytes
 
-// sizeLimits routes records between the engine's two producers so that no batch is
+// sizeLimits routes records between the engine's two kinds of producer so that no batch is
 // ever larger than its target topic accepts, and refuses, before sending, a record that
 // no batch could carry.
 //
@@ -25,9 +25,10 @@ const maxProducibleBytes = config.MaxMaxMessageBytes
 // for every topic of the producer at once, and sarama never splits a batch the broker
 // refuses as too large (MESSAGE_TOO_LARGE is final). So:
 //
-//   - The batching producer (sender.producer) is made once, after the first topic sync,
-//     with MaxMessageBytes = the smallest limit of the mirrored target topics minus the
-//     batch header (batchCap). Its batches therefore fit every topic known then.
+//   - The batching producers (sender.producers, a pool: each claim uses one of them,
+//     sender.poolIndex) are made once, after the first topic sync, with
+//     MaxMessageBytes = the smallest limit of the mirrored target topics minus the
+//     batch header (batchCap). Their batches therefore fit every topic known then.
 //   - The single-record producer (sender.single) sends one record per request
 //     (Flush.MaxMessages = 1), so its batches are exactly one record. It carries the
 //     records larger than batchCap that their own topic accepts (a 2 MB record to a
@@ -40,8 +41,9 @@ const maxProducibleBytes = config.MaxMaxMessageBytes
 //   - A batch the target refuses all the same (its limit was lowered while mirroring)
 //     is not fatal: its records are sent again alone (sender.resendAlone).
 //
-// A partition's records go through one producer at a time: the claim waits until
-// everything it sent through one has been acked before it sends through the other, so
+// A partition's records go through one producer at a time (its claim's batching
+// producer or the single-record one): the claim waits until everything it sent
+// through one has been acked before it sends through the other, so
 // order within the partition is kept. The only exception is resendAlone's.
 //
 // Sizes are measured uncompressed (sarama's ProducerMessage.ByteSize, an upper bound of

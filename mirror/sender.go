@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
@@ -17,8 +19,9 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
-// sender owns the way from a built record to the target's ack: the batching and the
-// single-record producers and the single one's client (see sizeLimits), the target
+// sender owns the way from a built record to the target's ack: the batching producers
+// (a pool, see poolIndex) and the single-record producer and their clients (see
+// sizeLimits), the target
 // topics' readiness (targetTopics), the size limits, the in-flight byte budget and the
 // outMsg pool. It hands records to the producers (admit, send), reads their results
 // (readAcks) and reports a send that finally failed through fail; once failed is
@@ -33,9 +36,11 @@ type sender struct {
 	fail   func(error)
 	failed <-chan struct{}
 
-	// Set by openProducers before the streams start: the batching and the
-	// single-record producers (see sizeLimits) and the single one's client.
-	producer     sarama.AsyncProducer
+	// Set by openProducers before the streams start: the batching producers and
+	// their clients (producers[i] sends through clients[i]), the single-record
+	// producer (see sizeLimits) and its client.
+	producers    []sarama.AsyncProducer
+	clients      []sarama.Client
 	single       sarama.AsyncProducer
 	singleClient sarama.Client
 	targets      *targetTopics
@@ -86,15 +91,48 @@ func (s *sender) isFailed() bool {
 	}
 }
 
-// readAllAcks reads the results of both producers until they are closed. The
-// single-record producer is closed only once the batching one returned everything: a
+// readAllAcks reads the results of every producer until they are closed. The
+// single-record producer is closed only once the batching ones returned everything: a
 // batch the target refused as too large is sent again through it (resendAlone).
 func (s *sender) readAllAcks() {
 	singleDone := make(chan struct{})
 	go func() { defer close(singleDone); s.readAcks(s.single) }()
-	s.readAcks(s.producer)
+	var batching sync.WaitGroup
+	for _, p := range s.producers {
+		batching.Add(1)
+		go func() { defer batching.Done(); s.readAcks(p) }()
+	}
+	batching.Wait()
 	s.single.AsyncClose()
 	<-singleDone
+}
+
+// closeBatching starts closing the batching producers: each flushes what it holds and
+// closes its results channels once the target answered (readAllAcks then returns).
+func (s *sender) closeBatching() {
+	for _, p := range s.producers {
+		p.AsyncClose()
+	}
+}
+
+// poolIndex chooses the batching producer of a source partition's records. A claim
+// sends all its records through the same one, so the order of a source partition's
+// records on every target partition holds as with one producer, whatever the
+// partitioning (preserve, hash, round robin, or a handler's choice), and a target
+// partition written from one source partition (preserve, no handler) is owned by one
+// producer: its idempotence sequence is that producer's alone. The choice is fixed
+// for the process, so a partition never moves between batching producers: across a
+// rebalance that gives the partition back, records the drain left in flight are ahead
+// of the new claim's in the same producer. Consecutive partitions of a topic go to
+// consecutive producers, so a topic's partitions spread evenly.
+func (s *sender) poolIndex(topic string, partition int32) int {
+	n := len(s.producers)
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(topic))
+	return int((uint64(h.Sum32()) + uint64(uint32(partition))) % uint64(n))
 }
 
 // outMsg is one record on its way to the target: the producer message and what the
@@ -115,9 +153,11 @@ type outMsg struct {
 	sourceTime   time.Time
 	readAt       time.Time
 	size         int64
-	// via is the producer that sends it; budgeted is what it took from the byte budget
-	// (see sender.admit).
+	// via is the producer that sends it, and pool which batching producer when via is
+	// routeBatch (its claim's: sender.poolIndex); budgeted is what it took from the
+	// byte budget (see sender.admit).
 	via      route
+	pool     int
 	budgeted int64
 }
 
@@ -191,7 +231,7 @@ func (o *outMsg) setKeyValue(key, value []byte) {
 // so the drain does not wait for it.
 func (s *sender) send(ctx context.Context, o *outMsg) bool {
 	o.msg.Metadata = o
-	in := s.producer.Input()
+	in := s.producers[o.pool].Input()
 	if o.via == routeSingle {
 		in = s.single.Input()
 	}
@@ -377,39 +417,64 @@ func (s *sender) reportUnread(unread []error) {
 	s.unreadReported = now
 }
 
-// openProducers makes the two producers towards the target (see sizeLimits), after
-// the first topic loop read the limits of the mirrored topics (targets: the target
-// names of the selected source topics).
+// openProducers makes the producers towards the target (see sizeLimits), after the
+// first topic loop read the limits of the mirrored topics (targets: the target names
+// of the selected source topics): producer.producers batching ones (one with delivery
+// exactlyOnce, whose transactional producers send the records) and the single-record
+// one. Each has a client of its own, so each has its own connection, and its own
+// request in flight, to every broker. They are made concurrently (each client
+// connects, each idempotent producer asks for its producer ID); what was made is in c
+// even when one failed, for the caller to close.
 func (s *sender) openProducers(c *connections, targets []string) error {
 	s.limits.batchCap = s.limits.capForBatches(targets)
+	n := s.cfg.BatchProducers()
+	if s.cfg.ExactlyOnce() {
+		n = 1
+	}
+	c.producers, c.clients = make([]sarama.AsyncProducer, n), make([]sarama.Client, n)
+	var g errgroup.Group
+	for i := range n {
+		g.Go(func() (err error) {
+			c.clients[i], c.producers[i], err = s.openProducer(s.limits.batchCap, 0)
+			return err
+		})
+	}
+	g.Go(func() (err error) {
+		c.singleClient, c.single, err = s.openProducer(maxProducibleBytes, 1)
+		if err != nil {
+			return fmt.Errorf("single-record producer: %w", err)
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	s.producers, s.clients, s.single, s.singleClient = c.producers, c.clients, c.single, c.singleClient
+	s.targets = newTargetTopics(c.clients, c.targetMeta, s.preserve)
+	s.log.Info("Sized record batches by the target topics' max.message.bytes", "batchBytes", s.limits.batchCap,
+		"targetTopics", len(targets), "batchingProducers", n, "maxInFlightBytes", s.budget.limit, "maxInFlightRecords", s.records.limit)
+	return nil
+}
+
+// openProducer makes one producer towards the target and its client: batches of up to
+// maxBytes, and of at most maxMessages records when it is not 0. It returns the
+// client even when the producer failed, for the caller to close.
+func (s *sender) openProducer(maxBytes, maxMessages int) (sarama.Client, sarama.AsyncProducer, error) {
 	pc, err := kafka.ProducerConfig(s.cfg, s.kafkaOpts...)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	pc.Producer.MaxMessageBytes = s.limits.batchCap
-	if c.target, err = kafka.NewClientFromConfig(s.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, s.kafkaOpts...)...); err != nil {
-		return err
-	}
-	if c.producer, err = sarama.NewAsyncProducerFromClient(c.target); err != nil {
-		return fmt.Errorf("while creating the producer for the target cluster: %w", s.idempotenceRefusal(err))
-	}
-	sc, err := kafka.ProducerConfig(s.cfg, s.kafkaOpts...)
+	pc.Producer.MaxMessageBytes = maxBytes
+	pc.Producer.Flush.MaxMessages = maxMessages
+	client, err := kafka.NewClientFromConfig(s.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, s.kafkaOpts...)...)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	sc.Producer.MaxMessageBytes = maxProducibleBytes
-	sc.Producer.Flush.MaxMessages = 1
-	if c.singleClient, err = kafka.NewClientFromConfig(s.cfg.Target, sc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, s.kafkaOpts...)...); err != nil {
-		return err
+	producer, err := sarama.NewAsyncProducerFromClient(client)
+	if err != nil {
+		return client, nil, fmt.Errorf("while creating a producer for the target cluster: %w", s.idempotenceRefusal(err))
 	}
-	if c.single, err = sarama.NewAsyncProducerFromClient(c.singleClient); err != nil {
-		return fmt.Errorf("while creating the single-record producer for the target cluster: %w", s.idempotenceRefusal(err))
-	}
-	s.producer, s.single, s.singleClient = c.producer, c.single, c.singleClient
-	s.targets = newTargetTopics(c.target, c.targetMeta, s.preserve)
-	s.log.Info("Sized record batches by the target topics' max.message.bytes", "batchBytes", s.limits.batchCap,
-		"targetTopics", len(targets), "maxInFlightBytes", s.budget.limit, "maxInFlightRecords", s.records.limit)
-	return nil
+	return client, producer, nil
 }
 
 // admit readies a source record's outputs for sending: it chooses their producer
@@ -445,7 +510,7 @@ func (s *sender) admit(ctx context.Context, c *claimState, outs []*outMsg) error
 		}
 	}
 	for _, o := range outs {
-		o.via = r
+		o.via, o.pool = r, c.pool
 	}
 	if err := s.records.acquire(ctx, s.failed, int64(len(outs))); err != nil {
 		return err

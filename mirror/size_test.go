@@ -373,7 +373,7 @@ func TestInFlightBytesStayWithinBudget(t *testing.T) {
 
 // TestInFlightRecordsStayWithinProcessBound mirrors small records through a slow
 // target with a per-partition bound (10,000 on each of 4 partitions) that alone would
-// let 40,000 records wait in the producer: the process-wide bound holds them to
+// let 40,000 records wait in the producers: the process-wide bound holds them to
 // inFlightRecordsPerProcess, the bound is reached (it was the limit), and everything
 // arrives once.
 func TestInFlightRecordsStayWithinProcessBound(t *testing.T) {
@@ -384,22 +384,29 @@ func TestInFlightRecordsStayWithinProcessBound(t *testing.T) {
 	c := newClusters(t, partitions)
 	w := newWorkload(partitions)
 	w.produce(t, c.source, perPartition)
-	// Each produce request waits 1 s: with 100 ms a busy machine's reader fell behind
-	// the producer, and all 48,000 records were mirrored without the bound ever filling
-	// (seen in two full runs). 1 s still lets a rebalance's drain finish within the
-	// test's drain limit, so nothing is read twice.
-	slow := slowTarget(c.target, time.Second)
+	// The target holds every produce request until the reader has filled the bound:
+	// a delay (100 ms, then 1 s) let the producers, several requests in flight since
+	// the pool, keep up with a busy machine's reader, and the bound never filled. One
+	// stream, so no rebalance drain waits on a held request (it would give up and
+	// the partition's records would be read twice).
+	release := make(chan struct{})
+	c.target.ControlKey(kmsg.Produce.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.target.KeepControl()
+		c.target.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
 
 	r := startEngine(t, c.testConfig(t, func(cfg *config.Config) {
 		cfg.MaxInFlightPerPartition = 10_000
 		cfg.DeliveryTimeout.Duration = time.Minute
+		cfg.Streams = 1
 	}), testLogger(t))
 	// Hold the target back until the reader has filled the process-wide bound, then
 	// let it go at full speed.
 	testutil.WaitFor(t, 2*time.Minute, "the process-wide bound filled", func() bool {
 		return r.e.Stats().InFlightRecordsPeak >= inFlightRecordsPerProcess*7/8
 	})
-	slow.delay.Store(0)
+	close(release)
 	testutil.WaitFor(t, 2*time.Minute, "everything committed", func() bool {
 		s := r.e.Stats()
 		if len(s.Partitions) != partitions {

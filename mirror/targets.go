@@ -13,34 +13,35 @@ import (
 // targetTopics answers whether a target topic exists and how many partitions it has.
 // Its metadata requests never auto-create topics (kafka.NewConfig turns that off).
 //
-// Two clients take part. probe (the target admin's client) answers the question: its
-// metadata refresh fails within a second when the topic is missing or the target is
-// unreachable, so a waiting partition logs, backs off and notices ctx ending. client
-// (the producer's own) must agree before a record is sent, or sarama's manual
-// partitioner would refuse a partition it does not know yet; but it retries a refresh
-// for up to deliveryTimeout (kafka.ProducerConfig), so it is asked only once probe
-// found the topic ready, and never longer than ctx allows.
+// Two kinds of client take part. probe (the target admin's client) answers the
+// question: its metadata refresh fails within a second when the topic is missing or
+// the target is unreachable, so a waiting partition logs, backs off and notices ctx
+// ending. clients (the batching producers' own) must all agree before a record is
+// sent, or sarama's manual partitioner would refuse a partition its client does not
+// know yet; but each retries a refresh for up to deliveryTimeout
+// (kafka.ProducerConfig), so they are asked only once probe found the topic ready, and
+// never longer than ctx allows.
 type targetTopics struct {
-	client   sarama.Client
+	clients  []sarama.Client
 	probe    sarama.Client
 	preserve bool
 
-	// checks counts calls of check and refreshes the producer-client refreshes among
-	// them, so tests can show that a ready topic costs no call per record.
+	// checks counts calls of check and refreshes those among them that refreshed
+	// producers' clients, so tests can show that a ready topic costs no call per record.
 	checks, refreshes atomic.Int64
 }
 
-func newTargetTopics(client, probe sarama.Client, preserve bool) *targetTopics {
-	return &targetTopics{client: client, probe: probe, preserve: preserve}
+func newTargetTopics(clients []sarama.Client, probe sarama.Client, preserve bool) *targetTopics {
+	return &targetTopics{clients: clients, probe: probe, preserve: preserve}
 }
 
 // check returns the topic's partition count when it can take a record for partition
 // (with preserve, the target needs more than partition partitions), or why it cannot.
 //
-// Both clients are first read from their cached metadata, which needs no request and
-// no goroutine: that is every call once a topic is ready. Only when the producer's
-// client lags behind probe's (a new topic, more partitions) does check refresh it, in
-// a goroutine so that ctx bounds the wait.
+// Every client is first read from its cached metadata, which needs no request and no
+// goroutine: that is every call once a topic is ready. Only the producers' clients
+// that lag behind probe's (a new topic, more partitions) are refreshed, concurrently,
+// in goroutines so that ctx bounds the wait.
 func (t *targetTopics) check(ctx context.Context, topic string, partition int32, refresh bool) (int32, error) {
 	t.checks.Add(1)
 	if refresh {
@@ -52,34 +53,63 @@ func (t *targetTopics) check(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return n, err
 	}
-	if cached(t.client, topic) {
-		if n, err := t.partitions(t.client, topic, partition); err == nil {
-			return n, nil
+	// Every producer's view, from its cache; those that lag behind probe's are
+	// refreshed together (one round trip, not one per producer). A refresh may retry
+	// for up to deliveryTimeout, so the whole step is bounded by ctx.
+	var lagging []sarama.Client
+	known := int32(-1)
+	for _, client := range t.clients {
+		if !cached(client, topic) {
+			lagging = append(lagging, client)
+			continue
 		}
+		cn, err := t.partitions(client, topic, partition)
+		if err != nil {
+			lagging = append(lagging, client)
+			continue
+		}
+		known = minKnown(known, cn)
 	}
-	// The producer's view, refreshed because it lags behind probe's. The refresh may
-	// retry for up to deliveryTimeout, so the whole step is bounded by ctx.
+	if len(lagging) == 0 {
+		return known, nil
+	}
+	t.refreshes.Add(1)
 	type verdict struct {
 		n   int32
 		err error
 	}
-	t.refreshes.Add(1)
-	done := make(chan verdict, 1)
-	go func() {
-		var v verdict
-		if rerr := t.client.RefreshMetadata(topic); rerr != nil {
-			v.err = fmt.Errorf("while reading metadata of target topic %q: %w", topic, rerr)
-		} else {
-			v.n, v.err = t.partitions(t.client, topic, partition)
-		}
-		done <- v
-	}()
-	select {
-	case v := <-done:
-		return v.n, v.err
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	done := make(chan verdict, len(lagging))
+	for _, client := range lagging {
+		go func() {
+			var v verdict
+			if rerr := client.RefreshMetadata(topic); rerr != nil {
+				v.err = fmt.Errorf("while reading metadata of target topic %q: %w", topic, rerr)
+			} else {
+				v.n, v.err = t.partitions(client, topic, partition)
+			}
+			done <- v
+		}()
 	}
+	for range lagging {
+		select {
+		case v := <-done:
+			if v.err != nil {
+				return v.n, v.err
+			}
+			known = minKnown(known, v.n)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	return known, nil
+}
+
+// minKnown is the smaller of two partition counts, known being -1 before the first.
+func minKnown(known, n int32) int32 {
+	if known < 0 {
+		return n
+	}
+	return min(known, n)
 }
 
 // cached reports whether client holds metadata of topic, so that reading its

@@ -286,6 +286,14 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *Config) { c.MaxInFlightBytes = -1 },
 			want:   []string{"maxInFlightBytes: Invalid value: -1: must be positive (unset: derived from the container's memory limit)"},
 		},
+		"producer producers": {
+			mutate: func(c *Config) { c.Producer = &Producer{Producers: 17} },
+			want:   []string{"producer.producers: Invalid value: 17: must be between 1 and 16 (0: the default, 8)"},
+		},
+		"producer producers negative": {
+			mutate: func(c *Config) { c.Producer = &Producer{Producers: -1} },
+			want:   []string{"producer.producers: Invalid value: -1: must be between 1 and 16 (0: the default, 8)"},
+		},
 		"producer max message bytes": {
 			mutate: func(c *Config) { c.Producer = &Producer{MaxMessageBytes: 100} },
 			want: []string{"producer.maxMessageBytes: Invalid value: 100: must be between 1024 and 104792064 bytes " +

@@ -17,6 +17,12 @@ const (
 	DefaultProvenanceMaxHops       = 10
 	DefaultDelivery                = DeliveryAtLeastOnce
 	DefaultTransactionInterval     = 100 * time.Millisecond
+	// DefaultProducers is producer.producers: batching producers sharing the target
+	// partitions (docs/performance.md "Across regions").
+	DefaultProducers = 8
+	// MaxProducers bounds producer.producers: each is a client with its own
+	// connection to every target broker.
+	MaxProducers = 16
 )
 
 // DefaultTopicConfigExclude is topics.configExclude when unset, in the spirit of

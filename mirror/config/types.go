@@ -160,6 +160,14 @@ type Producer struct {
 	FlushBytes int `json:"flushBytes,omitempty"`
 	// FlushMessages sends a batch once it holds this many records. Default: unset.
 	FlushMessages int `json:"flushMessages,omitempty"`
+	// Producers is the number of batching producers, each with its own connections,
+	// that share the mirrored partitions: every source partition's records go through
+	// one of them, so order and idempotence hold, and each target broker sees up to
+	// this many requests in flight rather than one. A far target needs them: each
+	// producer sends one request per round trip, with at most one batch per partition.
+	// 1 sends everything through one producer (a little less CPU and memory on a near
+	// target). Ignored with delivery exactlyOnce. Default 8, at most 16.
+	Producers int `json:"producers,omitempty"`
 }
 
 // Compression codecs for producer.compression.
@@ -448,6 +456,14 @@ func (c *Config) ProducerCompression() string {
 		return DefaultCompression
 	}
 	return c.Producer.Compression
+}
+
+// BatchProducers returns producer.producers, DefaultProducers when unset.
+func (c *Config) BatchProducers() int {
+	if c.Producer == nil || c.Producer.Producers == 0 {
+		return DefaultProducers
+	}
+	return c.Producer.Producers
 }
 
 // ProducerMaxMessageBytes returns producer.maxMessageBytes, 0 when unset.

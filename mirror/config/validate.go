@@ -313,6 +313,9 @@ func (c *Config) validateClientTuning(root *field.Path) field.ErrorList {
 		if p.FlushMessages < 0 {
 			errs = append(errs, field.Invalid(pp.Child("flushMessages"), p.FlushMessages, "must not be negative"))
 		}
+		if p.Producers < 0 || p.Producers > MaxProducers {
+			errs = append(errs, field.Invalid(pp.Child("producers"), p.Producers, fmt.Sprintf("must be between 1 and %d (0: the default, %d)", MaxProducers, DefaultProducers)))
+		}
 	}
 	if k := c.Consumer; k != nil {
 		cp := root.Child("consumer")
