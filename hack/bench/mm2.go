@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/realkafka"
 )
 
 // MirrorMaker 2 as the benchmark runs it (--kafka real, issue 27): dedicated mode, one
@@ -150,25 +151,6 @@ func mm2JVMArgs(heap, jars, log4jPath, propsPath string) []string {
 // mm2Jars returns the directory of MirrorMaker's jars: $MM2_JARS when set, otherwise the
 // cache hack/kafka-mm2.sh fills. The error says how to get them.
 func mm2Jars() (string, error) {
-	dir := os.Getenv(mm2JarsEnv)
-	if dir == "" {
-		dir = filepath.Join(benchCacheDir(), "mm2", mm2Version)
-	}
-	matches, _ := filepath.Glob(filepath.Join(dir, "connect-mirror-[0-9]*.jar"))
-	if len(matches) == 0 {
-		return "", fmt.Errorf("the MirrorMaker 2 jars are not in %s: run `make kafka-mm2` (hack/kafka-mm2.sh fetches them from Maven Central once, needs mvn and java) and set %s to the directory it prints, or run `make bench KAFKA=real`", dir, mm2JarsEnv)
-	}
-	return dir, nil
-}
-
-// benchCacheDir is the cache hack/envtest.sh, hack/kafka.sh and hack/kafka-mm2.sh share.
-func benchCacheDir() string {
-	if dir := os.Getenv("KAFKA_MIRROR_CACHE"); dir != "" {
-		return dir
-	}
-	if dir := os.Getenv("XDG_CACHE_HOME"); dir != "" {
-		return filepath.Join(dir, "kafka-mirror")
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "kafka-mirror")
+	return realkafka.CachedJars(mm2JarsEnv, "mm2", mm2Version, "connect-mirror-[0-9]*.jar", "the MirrorMaker 2 jars",
+		"run `make kafka-mm2` (hack/kafka-mm2.sh fetches them from Maven Central once, needs mvn and java) and set "+mm2JarsEnv+" to the directory it prints, or run `make bench KAFKA=real`")
 }

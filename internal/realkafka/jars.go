@@ -17,13 +17,23 @@ const JarsEnv = "KAFKA_JARS"
 // the cache hack/kafka.sh fills ($KAFKA_MIRROR_CACHE, $XDG_CACHE_HOME/kafka-mirror or
 // ~/.cache/kafka-mirror, then kafka/<Version>). The error says how to get them.
 func Jars() (string, error) {
-	dir := os.Getenv(JarsEnv)
+	return CachedJars(JarsEnv, "kafka", Version, "kafka_2.13-*.jar",
+		"the Apache Kafka jars", "run `make kafka` (hack/kafka.sh fetches them from Maven Central once, needs mvn and java) and set "+JarsEnv+" to the directory it prints, or run the tests through `make e2e-kafka`")
+}
+
+// CachedJars returns the directory of jars that a hack/ script fetched: $env when set,
+// otherwise <cache>/name/version, where the cache is $KAFKA_MIRROR_CACHE,
+// $XDG_CACHE_HOME/kafka-mirror or ~/.cache/kafka-mirror (as hack/envtest.sh's). The
+// directory must hold a file matching marker; the error names what (the jars of what)
+// is missing and how to get it.
+func CachedJars(env, name, version, marker, what, howTo string) (string, error) {
+	dir := os.Getenv(env)
 	if dir == "" {
-		dir = filepath.Join(cacheDir(), "kafka", Version)
+		dir = filepath.Join(cacheDir(), name, version)
 	}
-	matches, _ := filepath.Glob(filepath.Join(dir, "kafka_2.13-*.jar"))
+	matches, _ := filepath.Glob(filepath.Join(dir, marker))
 	if len(matches) == 0 {
-		return "", fmt.Errorf("the Apache Kafka jars are not in %s: run `make kafka` (hack/kafka.sh fetches them from Maven Central once, needs mvn and java) and set %s to the directory it prints, or run the tests through `make e2e-kafka`", dir, JarsEnv)
+		return "", fmt.Errorf("%s are not in %s: %s", what, dir, howTo)
 	}
 	return dir, nil
 }
