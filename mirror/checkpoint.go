@@ -165,13 +165,7 @@ func (tr *translator) translate(ctx context.Context, group string, commit bool) 
 			targetParts[pt.TargetTopic] = append(targetParts[pt.TargetTopic], p)
 		}
 	}
-	sort.Slice(gt.Partitions, func(i, j int) bool {
-		a, b := gt.Partitions[i], gt.Partitions[j]
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		return a.Partition < b.Partition
-	})
+	sortTranslations(gt.Partitions)
 	if len(gt.Partitions) == 0 {
 		return gt, nil
 	}
@@ -437,6 +431,33 @@ func (s *GroupSelector) Matches(group string) bool {
 	return false
 }
 
+// listSelectedGroups lists the consumer groups on admin's cluster that sel selects, sorted.
+func listSelectedGroups(admin sarama.ClusterAdmin, sel *GroupSelector) ([]string, error) {
+	groups, err := admin.ListConsumerGroups()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		if sel.Matches(g) {
+			names = append(names, g)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// sortTranslations orders partition translations by source topic and partition.
+func sortTranslations(parts []PartitionTranslation) {
+	sort.Slice(parts, func(i, j int) bool {
+		a, b := parts[i], parts[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+}
+
 func newGroupCheckpointer(cfg *config.Config, m *checkpointMetrics, log logr.Logger) (*groupCheckpointer, error) {
 	sel, err := NewGroupSelector(cfg)
 	if err != nil {
@@ -464,18 +485,11 @@ func (c *groupCheckpointer) run(ctx context.Context) {
 
 // round translates and commits every matching source group once.
 func (c *groupCheckpointer) round(ctx context.Context) {
-	groups, err := c.tr.sourceAdmin.ListConsumerGroups()
+	names, err := listSelectedGroups(c.tr.sourceAdmin, c.sel)
 	if err != nil {
 		c.log.Error(err, "Failed to list the source consumer groups; retrying next round")
 		return
 	}
-	names := make([]string, 0, len(groups))
-	for g := range groups {
-		if c.sel.Matches(g) {
-			names = append(names, g)
-		}
-	}
-	sort.Strings(names)
 	for _, g := range names {
 		if ctx.Err() != nil {
 			return

@@ -607,21 +607,11 @@ func (f *failover) checkpoint(ctx context.Context, planned bool) error {
 	if f.source == nil {
 		return f.checkpointFromTarget(ctx)
 	}
-	list, err := f.source.admin.ListConsumerGroups()
+	names, err := f.selectedGroups(f.source.admin, "source")
 	if err != nil {
-		return fmt.Errorf("while listing the source consumer groups: %w", err)
+		return err
 	}
-	var names []string
-	for g := range list {
-		if f.groups.Matches(g) {
-			names = append(names, g)
-		}
-	}
-	sort.Strings(names)
-	committed := map[partitionKey]int64{}
-	for _, p := range f.report.Partitions {
-		committed[partitionKey{p.Topic, p.Partition}] = max(p.Committed, p.LastMirroredOffset+1)
-	}
+	committed := f.mirroredUpTo()
 	tr := &translator{cfg: f.cfg, sel: f.sel, sourceAdmin: f.source.admin, targetAdmin: f.target.admin,
 		target: f.target.client, store: f.store, log: f.log}
 	var translations []*GroupTranslation
@@ -652,6 +642,27 @@ func (f *failover) checkpoint(ctx context.Context, planned bool) error {
 		f.addGroup(gt, committed, "")
 	}
 	return errors.Join(errs...)
+}
+
+// selectedGroups lists the consumer groups of one cluster (named by cluster in the
+// error) that the config's groups select, sorted.
+func (f *failover) selectedGroups(admin sarama.ClusterAdmin, cluster string) ([]string, error) {
+	names, err := listSelectedGroups(admin, f.groups)
+	if err != nil {
+		return nil, fmt.Errorf("while listing the %s consumer groups: %w", cluster, err)
+	}
+	return names, nil
+}
+
+// mirroredUpTo returns, per reported partition, the source offset up to which
+// (exclusive) the mirror is known to have copied it: a group committed past it is
+// ahead of the mirror.
+func (f *failover) mirroredUpTo() map[partitionKey]int64 {
+	committed := make(map[partitionKey]int64, len(f.report.Partitions))
+	for _, p := range f.report.Partitions {
+		committed[partitionKey{p.Topic, p.Partition}] = max(p.Committed, p.LastMirroredOffset+1)
+	}
+	return committed
 }
 
 // addGroup puts gt in the report; refused, when not empty, is the result of every

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/IBM/sarama"
 )
@@ -82,21 +81,11 @@ func (f *failover) checkpointFromTarget(ctx context.Context) error {
 	if err := readOffsetSyncs(ctx, f.target.client, f.store, f.log); err != nil {
 		return err
 	}
-	list, err := f.target.admin.ListConsumerGroups()
+	names, err := f.selectedGroups(f.target.admin, "target")
 	if err != nil {
-		return fmt.Errorf("while listing the target consumer groups: %w", err)
+		return err
 	}
-	var names []string
-	for g := range list {
-		if f.groups.Matches(g) {
-			names = append(names, g)
-		}
-	}
-	sort.Strings(names)
-	committed := map[partitionKey]int64{}
-	for _, p := range f.report.Partitions {
-		committed[partitionKey{p.Topic, p.Partition}] = max(p.Committed, p.LastMirroredOffset+1)
-	}
+	committed := f.mirroredUpTo()
 	tr := &translator{cfg: f.cfg, sel: f.sel, targetAdmin: f.target.admin, target: f.target.client, store: f.store, log: f.log}
 	var errs []error
 	for _, g := range names {
@@ -128,13 +117,7 @@ func (f *failover) checkpointFromTarget(ctx context.Context) error {
 		if len(gt.Partitions) == 0 {
 			continue
 		}
-		sort.Slice(gt.Partitions, func(i, j int) bool {
-			a, b := gt.Partitions[i], gt.Partitions[j]
-			if a.Topic != b.Topic {
-				return a.Topic < b.Topic
-			}
-			return a.Partition < b.Partition
-		})
+		sortTranslations(gt.Partitions)
 		if err := tr.readTargetGroup(gt, targetParts); err != nil {
 			errs = append(errs, err)
 			continue

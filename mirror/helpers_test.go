@@ -463,9 +463,15 @@ var sarameTopicDetail2 = sarama.TopicDetail{NumPartitions: 2, ReplicationFactor:
 
 func sourceAdmin(t *testing.T, c *testClusters) sarama.ClusterAdmin {
 	t.Helper()
+	return clusterAdmin(t, c.source)
+}
+
+// clusterAdmin returns an admin of cl, closed when the test ends.
+func clusterAdmin(t *testing.T, cl *kfake.Cluster) sarama.ClusterAdmin {
+	t.Helper()
 	sc := sarama.NewConfig()
 	sc.Version = sarama.V3_6_0_0
-	admin, err := sarama.NewClusterAdmin(c.source.ListenAddrs(), sc)
+	admin, err := sarama.NewClusterAdmin(cl.ListenAddrs(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
