@@ -95,12 +95,12 @@ func TestAutoscaleOnLag(t *testing.T) {
 	// The lag is worked off within the catch-up target (3x: the producer may still be
 	// writing, and the machine is shared).
 	caughtUp := waitMirror(t, op, key, 3*autoscaleTargetCatchUp, "lag 0 after the scale up", func(m *v1alpha1.KafkaMirror) bool {
-		return bg.done != nil && isDone(bg.done) && m.Status.Autoscaling != nil && m.Status.Autoscaling.Lag != nil && *m.Status.Autoscaling.Lag == 0
+		return isDone(bg.Done()) && m.Status.Autoscaling != nil && m.Status.Autoscaling.Lag != nil && *m.Status.Autoscaling.Lag == 0
 	})
 	catchUp := time.Since(upAt)
 	_, peak := k.running()
 	t.Logf("caught up %v after the first scale up, peak %d pods: %s", catchUp.Round(100*time.Millisecond), peak, caughtUp.Status.Autoscaling.Message)
-	p := bg.wait(t)
+	p := bg.Wait(t)
 
 	// Idle: back to minReplicas after the scale-down window.
 	down := waitMirror(t, op, key, autoscaleDownWindow+time.Minute, "a scale down to 1 pod", func(m *v1alpha1.KafkaMirror) bool {
@@ -182,7 +182,7 @@ func findCondition(m *v1alpha1.KafkaMirror, typ string) *metav1.Condition {
 }
 
 // isDone reports whether ch is closed.
-func isDone(ch chan struct{}) bool {
+func isDone(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
 		return true

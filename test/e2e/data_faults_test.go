@@ -88,18 +88,18 @@ func TestRecordTooLarge(t *testing.T) {
 		// An error line naming the record as "offset N": a bare "N" also matches log
 		// timestamps (an info line about e2e.orders stamped ...833 once hid the error).
 		var ok bool
-		if line, ok = e.errorContains("e2e.orders", "offset "+offset); ok {
+		if line, ok = e.ErrorContains("e2e.orders", "offset "+offset); ok {
 			break
 		}
 		line = ""
 		time.Sleep(500 * time.Millisecond)
 	}
 	if line == "" {
-		t.Errorf("no error naming e2e.orders and offset %d within a minute; tail:\n%s", big, e.logTail(10))
+		t.Errorf("no error naming e2e.orders and offset %d within a minute; tail:\n%s", big, e.LogTail(10))
 	}
-	exited, code := !e.running(), 0
+	exited, code := !e.Running(), 0
 	if exited {
-		code = e.exitCode()
+		code = e.ExitCode()
 		if code == 0 {
 			t.Errorf("the engine exited with code 0 after a record it could not write")
 		}
@@ -114,8 +114,8 @@ func TestRecordTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := s.assertCommittedDelivered(before, m, nil)
-	if e.running() {
-		e.settle(settleGrace)
+	if e.Running() {
+		e.Settle(settleGrace)
 	}
 	rep := audit.Audit(before, m, audit.Options{})
 	t.Logf("engine reported: %s", line)
@@ -156,7 +156,7 @@ func TestSourceRecordsDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitComplete(first, audit.Options{})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 
 	if _, err := audit.Produce(ctx, s.src.addrs(), audit.Workload{Topics: s.topics, Records: 50_000, Seed: 2, Run: "second"}, nil); err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func TestSourceRecordsDeleted(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) && line == "" {
 		for _, word := range []string{"out of range", "gap", "loss", "deleted", "lost"} {
-			if l, ok := e.logContains("e2e.orders", word); ok {
+			if l, ok := e.LogContains("e2e.orders", word); ok {
 				line = l
 				break
 			}
@@ -181,10 +181,10 @@ func TestSourceRecordsDeleted(t *testing.T) {
 		}
 	}
 	if line == "" {
-		t.Errorf("the engine did not report the deleted records of e2e.orders/0 (%d..%d) within a minute; tail:\n%s", committed, deleteTo, e.logTail(15))
+		t.Errorf("the engine did not report the deleted records of e2e.orders/0 (%d..%d) within a minute; tail:\n%s", committed, deleteTo, e.LogTail(15))
 	}
 	targetAfter := s.dst.endOffsets(t, s.topics)["e2e.orders"][0]
-	exited, code := e.settle(settleGrace)
+	exited, code := e.Settle(settleGrace)
 	t.Logf("engine reported: %s", line)
 	s.figures(audit.Report{}, map[string]any{"committed": committed, "deleted_to": deleteTo, "reported": line != "",
 		"target_before": targetBefore, "target_after": targetAfter, "engine_exited": exited, "exit_code": code})
@@ -239,30 +239,30 @@ func TestBadCredentials(t *testing.T) {
 			deadline := time.Now().Add(30 * time.Second)
 			for time.Now().Before(deadline) && line == "" {
 				for _, cause := range tc.causes {
-					if l, ok := e.errorContains(tc.cluster, cause); ok {
+					if l, ok := e.ErrorContains(tc.cluster, cause); ok {
 						line = l
 						break
 					}
 				}
 				if line == "" {
-					if !e.running() {
+					if !e.Running() {
 						break
 					}
 					time.Sleep(500 * time.Millisecond)
 				}
 			}
 			if line == "" {
-				t.Errorf("no log line naming the %s cluster and the cause (%v) within 30s; tail:\n%s", tc.cluster, tc.causes, e.logTail(15))
+				t.Errorf("no log line naming the %s cluster and the cause (%v) within 30s; tail:\n%s", tc.cluster, tc.causes, e.LogTail(15))
 			}
 			// Give it time to show whether it retries or exits.
 			time.Sleep(5 * time.Second)
-			exited, code := !e.running(), 0
+			exited, code := !e.Running(), 0
 			if exited {
-				if code = e.exitCode(); code == 0 {
+				if code = e.ExitCode(); code == 0 {
 					t.Errorf("the engine exited with code 0 on bad %s credentials", tc.cluster)
 				}
 			} else {
-				e.kill()
+				e.Kill()
 			}
 			t.Logf("engine reported: %s", line)
 			s.figures(audit.Report{}, map[string]any{"reported": line != "", "engine_exited": exited, "exit_code": code})

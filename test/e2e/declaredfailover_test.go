@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
@@ -51,7 +52,7 @@ func TestDeclaredFailover(t *testing.T) {
 	cfg := s.config(func(c *config.Config) {
 		c.Groups = &config.Groups{Include: []string{"app-.*"}, SyncInterval: config.Duration{Duration: time.Second}}
 	})
-	cfgPath := writeConfig(t, s.dir, "mirror", cfg)
+	cfgPath := e2eharness.WriteConfig(t, s.dir, "mirror", cfg)
 	waitFor := func(timeout time.Duration, what string, cond func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(timeout)
@@ -72,7 +73,7 @@ func TestDeclaredFailover(t *testing.T) {
 		return c[0] == 100 && c[1] == 100
 	})
 	waitFor(time.Minute, "app-a's checkpoint on the target", func() bool { return len(committedSoFar(t, s.dst, "app-a", topic)) == partitions })
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	// Written after the mirror stopped: left behind by an immediate failover.
 	for p := int32(0); p < partitions; p++ {
 		s.produceRange(topic, p, 100, 130+int(p)*10)

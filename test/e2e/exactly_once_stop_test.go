@@ -50,7 +50,7 @@ func TestStopWhileWaitingForTargetExactlyOnce(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	first.stop(time.Minute)
+	first.StopCleanly(time.Minute)
 
 	election := s.dst.kf.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Metadata}, Topic: topic, Err: kerr.LeaderNotAvailable, Count: -1})
 	second := s.startEngine("engine-2", cfg)
@@ -60,7 +60,7 @@ func TestStopWhileWaitingForTargetExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLog(t, second, "Paused partition until its target topic is ready", int(topics[topic]), time.Minute)
-	took := second.stop(time.Minute)
+	took := second.StopCleanly(time.Minute)
 	if got := s.dst.committed(t, progressGroup)[topic]; !maps.Equal(got, ends) {
 		t.Errorf("target-side offsets after a stop while every claim waited for its target topic: %v, want %v (nothing was mirrored meanwhile)", got, ends)
 	}
@@ -69,7 +69,7 @@ func TestStopWhileWaitingForTargetExactlyOnce(t *testing.T) {
 	third := s.startEngine("engine-3", cfg)
 	produced.Merge(during)
 	rep := s.waitCompleteCommitted(produced, audit.Options{})
-	third.stop(time.Minute)
+	third.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
 	s.figures(rep, map[string]any{"delivery": "exactlyOnce", "isolation": "read_committed", "stop_while_waiting_took": took.Round(time.Millisecond).String()})
 }
@@ -78,9 +78,9 @@ func TestStopWhileWaitingForTargetExactlyOnce(t *testing.T) {
 func waitLog(t *testing.T, e *engine, sub string, n int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for e.countLog(sub) < n {
+	for e.CountLog(sub) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("engine %s logged %q %d times in %v, want %d; log tail:\n%s", e.name, sub, e.countLog(sub), timeout, n, e.logTail(20))
+			t.Fatalf("engine %s logged %q %d times in %v, want %d; log tail:\n%s", e.Name, sub, e.CountLog(sub), timeout, n, e.LogTail(20))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -107,9 +107,9 @@ func TestZombiePausedPastDeliveryTimeout(t *testing.T) {
 			zombie := s.startEngine("zombie", cfg)
 			other := s.startEngine("other", cfg)
 			bg := s.produce(w)
-			bg.waitSent(w.Records / 4)
+			bg.WaitSent(w.Records / 4)
 			s.waitProgress(2000, time.Minute)
-			joins := other.countLog("Joined the consumer group")
+			joins := other.CountLog("Joined the consumer group")
 			if err := zombie.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
@@ -126,15 +126,15 @@ func TestZombiePausedPastDeliveryTimeout(t *testing.T) {
 			}
 			pause := time.Since(paused)
 			// The resumed member rejoins the group (a new session) rather than exiting.
-			zJoins := zombie.countLog("Joined the consumer group")
+			zJoins := zombie.CountLog("Joined the consumer group")
 			waitLog(t, zombie, "Joined the consumer group", zJoins+1, 2*time.Minute)
-			if line, ok := zombie.errorContains("within deliveryTimeout"); ok {
+			if line, ok := zombie.ErrorContains("within deliveryTimeout"); ok {
 				t.Fatalf("the resumed member failed on deliveryTimeout after a %v pause: %s", pause.Round(time.Second), line)
 			}
-			p := bg.wait(t)
+			p := bg.Wait(t)
 			rep := s.waitCompleteIn(col, p, audit.Options{})
-			zombie.stop(time.Minute)
-			other.stop(time.Minute)
+			zombie.StopCleanly(time.Minute)
+			other.StopCleanly(time.Minute)
 			s.assertAudit(rep, col.maxDuplicates(rep.Total.Duplicated))
 			s.figures(rep, col.figures(map[string]any{"pause": pause.Round(time.Second).String(), "deliveryTimeout": deliveryTimeout.String()}))
 		})

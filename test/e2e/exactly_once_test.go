@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -31,17 +32,17 @@ func TestKill9ExactlyOnce(t *testing.T) {
 	bg := s.produce(w)
 	const kills = 3
 	for i := 1; i <= kills; i++ {
-		bg.waitSent(w.Records * i / (kills + 1))
+		bg.WaitSent(w.Records * i / (kills + 1))
 		// Steady state: the engine (re)joined and committed transactions since it started.
 		s.waitCommittedTarget(s.committedTargetSum()+2000, time.Minute)
 		time.Sleep(time.Duration(rand.Int63n(int64(commitInterval))))
-		e.kill()
+		e.Kill()
 		t.Logf("kill -9 #%d with the target holding %d records (read_uncommitted end offsets)", i, s.targetCount())
 		e = s.startEngine(fmt.Sprintf("engine-%d", i), cfg)
 	}
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	rep := s.waitCompleteCommitted(p, audit.Options{Filtered: audit.SkipHeaderFiltered})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
 	s.figures(rep, map[string]any{"kills": kills, "delivery": "exactlyOnce", "isolation": "read_committed"})
 }
@@ -64,18 +65,18 @@ func TestZombieFencedExactlyOnce(t *testing.T) {
 	zombie := s.startEngine("zombie", cfg)
 	other := s.startEngine("other", cfg)
 	bg := s.produce(w)
-	bg.waitSent(w.Records / 4)
+	bg.WaitSent(w.Records / 4)
 	s.waitCommittedTarget(s.committedTargetSum()+2000, time.Minute)
-	joins := other.countLog("Joined the consumer group")
+	joins := other.CountLog("Joined the consumer group")
 	if err := zombie.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	// The group evicts the paused member after its session timeout and gives every
 	// partition to the other engine, whose Setup fences the zombie's transactional ids.
 	deadline := time.Now().Add(2 * time.Minute)
-	for other.countLog("Joined the consumer group") == joins {
+	for other.CountLog("Joined the consumer group") == joins {
 		if time.Now().After(deadline) {
-			t.Fatalf("the other engine never took the paused one's partitions over; log tail:\n%s", other.logTail(20))
+			t.Fatalf("the other engine never took the paused one's partitions over; log tail:\n%s", other.LogTail(20))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -84,17 +85,17 @@ func TestZombieFencedExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(time.Minute)
-	for zombie.countLog("Was fenced by a newer owner") == 0 {
+	for zombie.CountLog("Was fenced by a newer owner") == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the resumed zombie never reported being fenced; log tail:\n%s", zombie.logTail(30))
+			t.Fatalf("the resumed zombie never reported being fenced; log tail:\n%s", zombie.LogTail(30))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	fencedClaims := zombie.countLog("Was fenced by a newer owner")
-	p := bg.wait(t)
+	fencedClaims := zombie.CountLog("Was fenced by a newer owner")
+	p := bg.Wait(t)
 	rep := s.waitCompleteCommitted(p, audit.Options{Filtered: audit.SkipHeaderFiltered})
-	zombie.stop(time.Minute)
-	other.stop(time.Minute)
+	zombie.StopCleanly(time.Minute)
+	other.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
 	s.figures(rep, map[string]any{"delivery": "exactlyOnce", "isolation": "read_committed", "zombie_fenced_claims": fencedClaims})
 }
@@ -117,7 +118,7 @@ func TestTargetOutageExactlyOnce(t *testing.T) {
 			w := s.stdWorkload(0)
 			sv := s.supervise("engine", cfg)
 			bg := s.produce(w)
-			bg.waitSent(w.Records / 3)
+			bg.WaitSent(w.Records / 3)
 			s.waitCommittedTarget(s.committedTargetSum()+2000, time.Minute)
 			s.dst.disable()
 			time.Sleep(outage)
@@ -125,7 +126,7 @@ func TestTargetOutageExactlyOnce(t *testing.T) {
 			if exits := sv.restarts(); len(exits) > 0 {
 				t.Errorf("the engine exited %d times during a %v outage shorter than deliveryTimeout (2m); first: %s", len(exits), outage, exits[0])
 			}
-			p := bg.wait(t)
+			p := bg.Wait(t)
 			rep := s.waitCompleteCommitted(p, audit.Options{})
 			sv.stop(time.Minute)
 			if exits := sv.restarts(); len(exits) > 0 {
@@ -142,7 +143,7 @@ func TestTargetOutageExactlyOnce(t *testing.T) {
 // of committed transactions (and their markers).
 func (s *scenario) committedTargetSum() int64 {
 	s.t.Helper()
-	r := audit.NewReader(s.dst.addrs(), s.topicList())
+	r := audit.NewReader(s.dst.addrs(), e2eharness.TopicNames(s.topics))
 	r.ReadCommitted = true
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -183,33 +184,7 @@ const waitCommittedCeiling = 5 * time.Minute
 // completeTimeout.
 func (s *scenario) waitCompleteCommitted(p *audit.Produced, opts audit.Options) audit.Report {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
-	defer cancel()
-	r := audit.NewReader(s.dst.addrs(), s.topicList())
-	r.ReadCommitted = true
-	var rep audit.Report
-	for {
-		err := r.Poll(ctx)
-		rep = audit.Audit(p, r.Mirrored(), opts)
-		if err == nil && rep.Total.Lost == 0 {
-			return rep
-		}
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err != nil {
-			s.t.Fatalf("the target never held every record read_committed: %v\n%s", err, rep)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
-func (s *scenario) topicList() []string {
-	var ts []string
-	for t := range s.topics {
-		ts = append(ts, t)
-	}
-	return ts
+	return e2eharness.WaitCompleteCommitted(s.t, s.dst.addrs(), e2eharness.TopicNames(s.topics), p, opts, completeTimeout)
 }
 
 // column is one delivery column of the fault suite: a fault test written once runs with

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
@@ -155,9 +156,9 @@ func TestFailoverAfterASlowDrain(t *testing.T) {
 	}()
 	start := func(name string) (*engine, string, string) {
 		c := cfg
-		c.Metrics.Address = freeAddr(t)
-		path := writeConfig(t, s.dir, name, c)
-		return startEngine(t, name, path), c.Metrics.Address, path
+		c.Metrics.Address = e2eharness.FreeAddr(t)
+		path := e2eharness.WriteConfig(t, s.dir, name, c)
+		return e2eharness.StartEngine(t, name, path), c.Metrics.Address, path
 	}
 	waitFor := func(timeout time.Duration, what string, cond func() bool) {
 		t.Helper()
@@ -247,6 +248,6 @@ func TestFailoverAfterASlowDrain(t *testing.T) {
 	if len(skipped) != 0 {
 		t.Fatalf("a consumer failed over from target offset %d skips %d records at or after 120 that are on the target", translated, len(skipped))
 	}
-	a.stop(2 * time.Minute)
-	b.stop(2 * time.Minute)
+	a.StopCleanly(2 * time.Minute)
+	b.StopCleanly(2 * time.Minute)
 }

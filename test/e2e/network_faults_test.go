@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -27,20 +28,20 @@ func sourceResetsAndTargetLatency(t *testing.T, col column) {
 	bg := s.produce(w)
 	const windows = 3
 	for i := 1; i <= windows; i++ {
-		bg.waitSent(w.Records * i / (windows + 1))
+		bg.WaitSent(w.Records * i / (windows + 1))
 		s.waitProgress(1000, time.Minute)
 		remove := s.src.addToxic(t, "reset", "reset_peer", "downstream", `{"timeout":0}`)
 		time.Sleep(time.Second)
 		remove()
 	}
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	rep := s.waitCompleteIn(col, p, audit.Options{})
 	sv.stop(time.Minute)
 	exits := sv.restarts()
 	if len(exits) > 0 {
 		t.Errorf("the engine exited %d times on transient network errors; first: %s", len(exits), exits[0])
 	}
-	s.assertAudit(rep, col.maxDuplicates(windows*partitions(s.topics)*maxInFlight))
+	s.assertAudit(rep, col.maxDuplicates(windows*e2eharness.Partitions(s.topics)*maxInFlight))
 	s.figures(rep, col.figures(map[string]any{"source_reset_windows": windows, "engine_exits": len(exits), "target_latency": "100ms"}))
 }
 
@@ -58,20 +59,20 @@ func acksLost(t *testing.T, col column) {
 	bg := s.produce(w)
 	const windows = 2
 	for i := 1; i <= windows; i++ {
-		bg.waitSent(w.Records * i / (windows + 1))
+		bg.WaitSent(w.Records * i / (windows + 1))
 		s.waitProgress(1000, time.Minute)
 		remove := s.dst.addToxic(t, "cut-acks", "reset_peer", "downstream", `{"timeout":0}`)
 		time.Sleep(3 * time.Second)
 		remove()
 	}
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	rep := s.waitCompleteIn(col, p, audit.Options{})
 	sv.stop(time.Minute)
 	exits := sv.restarts()
 	if len(exits) > 0 {
 		t.Errorf("the engine exited %d times on lost acks, before deliveryTimeout; first: %s", len(exits), exits[0])
 	}
-	s.assertAudit(rep, col.maxDuplicates(windows*partitions(s.topics)*maxInFlight))
+	s.assertAudit(rep, col.maxDuplicates(windows*e2eharness.Partitions(s.topics)*maxInFlight))
 	s.figures(rep, col.figures(map[string]any{"ack_cut_windows": windows, "engine_exits": len(exits)}))
 }
 
@@ -104,19 +105,19 @@ func partitionExpansionAndNewTopic(t *testing.T, col column) {
 
 	first := audit.Workload{Topics: s.topics, Records: 100_000, Rate: stdRate, NullFraction: stdNullFraction, Seed: 1, Run: "before"}
 	bg := s.produce(first)
-	bg.waitSent(first.Records / 2)
+	bg.WaitSent(first.Records / 2)
 	s.src.addPartitions(t, "e2e.orders", 8)
 	s.src.createTopics(t, map[string]int32{"e2e.new": 4}, nil)
-	p := bg.wait(t)
+	p := bg.Wait(t)
 
 	grown := map[string]int32{"e2e.orders": 8, "e2e.payments": 8, "e2e.new": 4}
 	second := audit.Workload{Topics: grown, Records: 100_000, Rate: stdRate, NullFraction: stdNullFraction, Seed: 2, Run: "after"}
 	bg = s.produce(second)
-	p.Merge(bg.wait(t))
+	p.Merge(bg.Wait(t))
 	s.topics = grown
 
 	rep := s.waitCompleteIn(col, p, audit.Options{})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
 	newParts := 0
 	for _, pr := range rep.Partitions {
@@ -151,7 +152,7 @@ func transactionalSource(t *testing.T, col column) {
 	w.TransactionSize = 100
 	w.AbortFraction = 0.3
 	e := s.startEngine("engine", cfg)
-	p := s.produce(w).wait(t)
+	p := s.produce(w).Wait(t)
 	rep := s.waitCompleteIn(col, p, audit.Options{})
 	if rep.Aborted != 0 {
 		t.Errorf("%d records of aborted transactions reached the target", rep.Aborted)
@@ -184,7 +185,7 @@ func transactionalSource(t *testing.T, col column) {
 	if len(stuck) > 0 {
 		t.Errorf("the commit point is stuck before committed records in %d partitions: %v", len(stuck), stuck[:min(3, len(stuck))])
 	}
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
 	s.figures(rep, col.figures(map[string]any{"aborted_produced": len(p.Aborted), "aborted_on_target": rep.Aborted, "stuck_partitions": len(stuck)}))
 }
@@ -204,13 +205,13 @@ func slowTarget(t *testing.T, col column) {
 	e := s.startEngine("engine", cfg)
 	s.waitMembers(cfg.Streams, time.Minute)
 	remove := s.dst.addToxic(t, "slow", "bandwidth", "upstream", `{"rate":256}`)
-	p := s.produce(w).wait(t)
+	p := s.produce(w).Wait(t)
 	time.Sleep(15*time.Second - p.Elapsed)
 	mid := e.PeakRSS() / 1024 // kB
 	remove()
 	rep := s.waitCompleteIn(col, p, audit.Options{})
 	peak := e.PeakRSS() / 1024 // kB
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
 	if peak == 0 {
 		t.Error("the engine's peak RSS could not be read from /proc")

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/controllers"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
@@ -197,7 +198,7 @@ func (k *kubelet) sync(ctx context.Context) {
 	}
 	for _, p := range k.pods {
 		if !p.e.Running() {
-			t.Errorf("kubelet: engine %s exited (code %d); log tail:\n%s", p.e.name, p.e.ExitCode(), p.e.logTail(20))
+			t.Errorf("kubelet: engine %s exited (code %d); log tail:\n%s", p.e.Name, p.e.ExitCode(), p.e.LogTail(20))
 			p.ready = false
 			continue
 		}
@@ -244,7 +245,7 @@ func (k *kubelet) start(ctx context.Context, d *appsv1.Deployment) (*pod, error)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return nil, err
 	}
-	e, err := launchEngine(k.s.t, name, path)
+	e, err := e2eharness.LaunchEngine(k.s.t, name, path)
 	if err != nil {
 		return nil, err
 	}
@@ -262,10 +263,10 @@ func (k *kubelet) terminate(pods []*pod) {
 			err := p.e.Stop(podStopGrace)
 			code := p.e.ExitCode()
 			k.mu.Lock()
-			k.stops = append(k.stops, fmt.Sprintf("%s: exit %d after %v", p.e.name, code, time.Since(start).Round(time.Millisecond)))
+			k.stops = append(k.stops, fmt.Sprintf("%s: exit %d after %v", p.e.Name, code, time.Since(start).Round(time.Millisecond)))
 			k.mu.Unlock()
 			if err != nil || code != 0 {
-				k.s.t.Errorf("kubelet: engine %s did not drain and exit cleanly on SIGTERM (exit %d, %v); log tail:\n%s", p.e.name, code, err, p.e.logTail(20))
+				k.s.t.Errorf("kubelet: engine %s did not drain and exit cleanly on SIGTERM (exit %d, %v); log tail:\n%s", p.e.Name, code, err, p.e.LogTail(20))
 			}
 		}()
 	}

@@ -4,13 +4,13 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand"
 	"testing"
 	"time"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -18,25 +18,6 @@ import (
 var skipFilter = []config.HandlerSpec{{CEL: &config.CELHandler{Filter: "!('skip' in record.headers)"}}}
 
 const skipFraction = 0.01
-
-// partitions counts the partitions of a topic map.
-func partitions(topics map[string]int32) int {
-	n := 0
-	for _, p := range topics {
-		n += int(p)
-	}
-	return n
-}
-
-// waitProgress waits until the target holds at least `more` records beyond what it held
-// when called, so a fault lands while the engine is mirroring, not while it starts.
-func (s *scenario) waitProgress(more int64, timeout time.Duration) {
-	s.t.Helper()
-	base := s.targetCount()
-	if !s.waitTarget(base+more, timeout) {
-		s.t.Fatalf("the target did not grow by %d records within %v (it holds %d)", more, timeout, s.targetCount())
-	}
-}
 
 // TestKill9 (fault 1): kill -9 the engine three times mid-stream, restarting it each
 // time. Each kill lands at a random moment between two commits of an engine in steady
@@ -59,25 +40,25 @@ func TestKill9(t *testing.T) {
 	}
 	var points []killPoint
 	for i := 1; i <= kills; i++ {
-		bg.waitSent(w.Records * i / (kills + 1))
+		bg.WaitSent(w.Records * i / (kills + 1))
 		// Steady state: the engine (re)joined and has committed everything produced
 		// before this point, so the backlog left by the last kill is gone and one commit
 		// interval holds the production rate's worth of records, not a catch-up burst
 		// (which once put 16,206 records beyond the commit point against a bound of
 		// 16,000). Committed source offsets count every produced record, skipped or not.
-		s.waitCommitted(max(committedSum(s.src.committed(t, s.group))+2000, int64(bg.progress())), 2*time.Minute)
+		s.waitCommitted(max(e2eharness.Sum(s.src.committed(t, s.group))+2000, int64(bg.Progress())), 2*time.Minute)
 		time.Sleep(time.Duration(rand.Int63n(int64(commitInterval))))
-		e.kill()
+		e.Kill()
 		pt := killPoint{committed: s.src.committed(t, s.group), target: s.readTarget()}
 		points = append(points, pt)
 		t.Logf("kill -9 #%d with the target holding %d records", i, len(pt.target.Records))
 		e = s.startEngine(fmt.Sprintf("engine-%d", i), cfg)
 	}
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	_, rep := s.waitComplete(p, audit.Options{Filtered: audit.SkipHeaderFiltered})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 
-	perKillBound := partitions(s.topics)*maxInFlight + int(float64(w.Rate)*commitInterval.Seconds())
+	perKillBound := e2eharness.Partitions(s.topics)*maxInFlight + int(float64(w.Rate)*commitInterval.Seconds())
 	var beyond []int
 	total := 0
 	for i, pt := range points {
@@ -95,25 +76,7 @@ func TestKill9(t *testing.T) {
 // waitCommitted waits until the group's committed offsets sum to at least n.
 func (s *scenario) waitCommitted(n int64, timeout time.Duration) {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var got int64
-	for time.Now().Before(deadline) {
-		if got = committedSum(s.src.committed(s.t, s.group)); got >= n {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	s.t.Fatalf("the engine committed offsets summing to %d within %v, want at least %d", got, timeout, n)
-}
-
-func committedSum(c map[string]map[int32]int64) int64 {
-	var n int64
-	for _, ps := range c {
-		for _, o := range ps {
-			n += o
-		}
-	}
-	return n
+	e2eharness.WaitCommitted(s.t, n, timeout, func() map[string]map[int32]int64 { return s.src.committed(s.t, s.group) })
 }
 
 // readTarget reads everything the target holds now.
@@ -166,46 +129,26 @@ func TestSIGTERM(t *testing.T) {
 	const stops = 3
 	var drains []string
 	for i := 1; i <= stops; i++ {
-		bg.waitSent(w.Records * i / (stops + 1))
+		bg.WaitSent(w.Records * i / (stops + 1))
 		s.waitProgress(2000, time.Minute)
-		took := e.stop(time.Minute)
+		took := e.StopCleanly(time.Minute)
 		drains = append(drains, took.Round(10*time.Millisecond).String())
 		s.assertCommittedEqualsTarget(fmt.Sprintf("after SIGTERM #%d", i))
 		e = s.startEngine(fmt.Sprintf("engine-%d", i), cfg)
 	}
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	_, rep := s.waitComplete(p, audit.Options{})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	s.assertCommittedEqualsTarget("after the final SIGTERM")
 	s.assertAudit(rep, 0)
 	s.figures(rep, map[string]any{"sigterms": stops + 1, "drain_times": drains})
 }
 
 // assertCommittedEqualsTarget checks that, for every partition, the engine's committed
-// source offset equals the target's end offset (preserve partitioning, no filter, empty
-// target at the start: the n-th source record is the n-th target record).
+// source offset equals the target's end offset.
 func (s *scenario) assertCommittedEqualsTarget(when string) {
 	s.t.Helper()
-	committed := s.src.committed(s.t, s.group)
-	ends := s.dst.endOffsets(s.t, s.topics)
-	bad := 0
-	for topic, ps := range ends {
-		for p, end := range ps {
-			c, ok := committed[topic][p]
-			if !ok && end == 0 {
-				continue
-			}
-			if c != end {
-				bad++
-				if bad <= 5 {
-					s.t.Errorf("%s: %s/%d committed %d (present %v), target holds %d", when, topic, p, c, ok, end)
-				}
-			}
-		}
-	}
-	if bad > 5 {
-		s.t.Errorf("%s: %d partitions in all with committed offset != target end offset", when, bad)
-	}
+	e2eharness.AssertCommittedEqualsTarget(s.t, when, s.src.committed(s.t, s.group), s.dst.endOffsets(s.t, s.topics))
 }
 
 // TestScaleOutAndIn (fault 3): one engine process, then three, then one again, all in
@@ -225,24 +168,24 @@ func scaleOutAndIn(t *testing.T, col column) {
 	e1 := s.startEngine("engine-1", cfg)
 	bg := s.produce(w)
 
-	bg.waitSent(w.Records / 4)
+	bg.WaitSent(w.Records / 4)
 	s.waitProgress(2000, time.Minute)
 	e2 := s.startEngine("engine-2", cfg)
 	e3 := s.startEngine("engine-3", cfg)
 	members := s.waitMembers(3, time.Minute)
 	s.waitProgress(5000, time.Minute)
 
-	bg.waitSent(w.Records * 3 / 5)
-	e2.stop(time.Minute)
-	e3.stop(time.Minute)
+	bg.WaitSent(w.Records * 3 / 5)
+	e2.StopCleanly(time.Minute)
+	e3.StopCleanly(time.Minute)
 	s.waitMembers(1, time.Minute)
 
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	rep := s.waitCompleteIn(col, p, audit.Options{Filtered: audit.SkipHeaderFiltered})
-	if !e1.running() {
-		t.Errorf("engine-1 exited during the rebalances (code %d)", e1.exitCode())
+	if !e1.Running() {
+		t.Errorf("engine-1 exited during the rebalances (code %d)", e1.ExitCode())
 	}
-	e1.stop(time.Minute)
+	e1.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
 	s.figures(rep, col.figures(map[string]any{"max_members": members, "processes": "1->3->1"}))
 }
@@ -250,18 +193,7 @@ func scaleOutAndIn(t *testing.T, col column) {
 // waitMembers waits until the consumer group has n members in a stable state.
 func (s *scenario) waitMembers(n int, timeout time.Duration) int {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var got int
-	var state string
-	for time.Now().Before(deadline) {
-		got, state = s.src.groupMembers(s.t, s.group)
-		if got == n && state == "Stable" {
-			return got
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	s.t.Fatalf("group %s has %d members (%s), want %d stable within %v", s.group, got, state, n, timeout)
-	return got
+	return e2eharness.WaitMembers(s.t, s.group, n, timeout, func() (int, string) { return s.src.groupMembers(s.t, s.group) })
 }
 
 // TestTargetOutage (fault 4): the target is unreachable for a while. Within the delivery
@@ -283,7 +215,7 @@ func TestTargetOutage(t *testing.T) {
 			w := s.stdWorkload(0)
 			sv := s.supervise("engine", cfg)
 			bg := s.produce(w)
-			bg.waitSent(w.Records / 3)
+			bg.WaitSent(w.Records / 3)
 			s.waitProgress(2000, time.Minute)
 
 			s.dst.disable()
@@ -303,10 +235,10 @@ func TestTargetOutage(t *testing.T) {
 				t.Errorf("the engine exited %d times during a %v outage shorter than deliveryTimeout (2m); first: %s", len(exitsDuring), tc.outage, exitsDuring[0])
 			}
 
-			p := bg.wait(t)
+			p := bg.Wait(t)
 			_, rep := s.waitComplete(p, audit.Options{})
 			sv.stop(time.Minute)
-			s.assertAudit(rep, partitions(s.topics)*maxInFlight)
+			s.assertAudit(rep, e2eharness.Partitions(s.topics)*maxInFlight)
 			s.figures(rep, map[string]any{"outage": tc.outage.String(), "commit_frozen": moved == "", "engine_exits": len(sv.restarts())})
 		})
 	}
@@ -323,51 +255,40 @@ func TestTargetOutageBeyondDeliveryTimeout(t *testing.T) {
 	w := s.stdWorkload(0)
 	e := s.startEngine("engine-0", cfg)
 	bg := s.produce(w)
-	bg.waitSent(w.Records / 3)
+	bg.WaitSent(w.Records / 3)
 	s.waitProgress(2000, time.Minute)
 
 	s.dst.disable()
 	cut := time.Now()
-	code, exited := e.waitExit(deliveryTimeout + exitGrace)
+	code, exited := e.WaitExit(deliveryTimeout + exitGrace)
 	stoppedAfter := time.Since(cut)
 	// The fatal error, not the retried ones a target outage also logs (a topic sync or a
 	// progress write that failed and will be tried again).
-	line, reported := e.errorContains("Stopped the mirror on a fatal error", "target")
+	line, reported := e.ErrorContains("Stopped the mirror on a fatal error", "target")
 	switch {
 	case !exited:
 		t.Errorf("the engine still ran %v into an outage with deliveryTimeout %v (error logged: %v); killed it",
 			stoppedAfter.Round(time.Second), deliveryTimeout, reported)
-		e.kill()
+		e.Kill()
 	case code == 0:
 		t.Errorf("the engine exited with code 0 after failing to deliver; want non-zero")
 	}
 	if !reported {
-		t.Errorf("no error line naming the target in the engine's output; tail:\n%s", e.logTail(10))
+		t.Errorf("no error line naming the target in the engine's output; tail:\n%s", e.LogTail(10))
 	}
-	if at, ok := logTime(line); ok && at.Sub(cut) < deliveryTimeout {
+	if at, ok := e2eharness.LogTime(line); ok && at.Sub(cut) < deliveryTimeout {
 		t.Errorf("the engine gave up %v after the cut, before deliveryTimeout %v", at.Sub(cut).Round(100*time.Millisecond), deliveryTimeout)
 	}
 	t.Logf("the engine stopped %v after the cut (exited by itself: %v, code %d): %s", stoppedAfter.Round(100*time.Millisecond), exited, code, line)
 	s.dst.enable(t)
 
 	e = s.startEngine("engine-1", cfg)
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	_, rep := s.waitComplete(p, audit.Options{})
-	e.stop(time.Minute)
-	s.assertAudit(rep, partitions(s.topics)*maxInFlight+int(float64(stdRate)*commitInterval.Seconds()))
+	e.StopCleanly(time.Minute)
+	s.assertAudit(rep, e2eharness.Partitions(s.topics)*maxInFlight+int(float64(stdRate)*commitInterval.Seconds()))
 	s.figures(rep, map[string]any{"delivery_timeout": deliveryTimeout.String(), "stopped_after": stoppedAfter.Round(100 * time.Millisecond).String(),
 		"exited_by_itself": exited, "exit_code": code})
-}
-
-// logTime returns the time of a JSON log line (zap's "ts", seconds since the epoch).
-func logTime(line string) (time.Time, bool) {
-	var l struct {
-		TS float64 `json:"ts"`
-	}
-	if json.Unmarshal([]byte(line), &l) != nil || l.TS == 0 {
-		return time.Time{}, false
-	}
-	return time.Unix(0, int64(l.TS*float64(time.Second))), true
 }
 
 // diffOffsets describes the partitions whose offset differs between a and b.

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 )
 
 // recreatedTopic is the source topic the re-creation tests delete and create again;
@@ -48,14 +49,14 @@ func sourceTopicRecreated(t *testing.T, col column) {
 				return w
 			}
 			e := s.startEngine("engine-0", cfg)
-			before := s.produce(workload("before")).wait(t)
+			before := s.produce(workload("before")).Wait(t)
 			s.readUntil(col, before)
 
 			if stopped {
-				e.stop(time.Minute)
+				e.StopCleanly(time.Minute)
 			}
 			s.recreateSourceTopic(recreatedTopic, stdPartitions, !stopped)
-			after := s.produce(workload("after")).wait(t)
+			after := s.produce(workload("after")).Wait(t)
 			if stopped {
 				e = s.startEngine("engine-1", cfg)
 			}
@@ -74,12 +75,12 @@ func sourceTopicRecreated(t *testing.T, col column) {
 					t.Errorf("records written %s the re-creation:\n%s", phase, rep)
 				}
 			}
-			if line, ok := e.logContains("source topic was deleted and created again", recreatedTopic); !ok {
+			if line, ok := e.LogContains("source topic was deleted and created again", recreatedTopic); !ok {
 				t.Errorf("no log line says the source topic was re-created")
 			} else {
 				t.Logf("engine: %s", line)
 			}
-			e.stop(time.Minute)
+			e.StopCleanly(time.Minute)
 			rep := audit.Audit(all, m, audit.Options{})
 			s.figures(rep, col.figures(map[string]any{"recreated": recreatedTopic, "stopped_during": stopped,
 				"lost": lost, "duplicated": dups, "out_of_order": order}))
@@ -93,7 +94,7 @@ func (s *scenario) readUntil(col column, p *audit.Produced) *audit.Mirrored {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
 	defer cancel()
-	r := audit.NewReader(s.dst.addrs(), s.topicList())
+	r := audit.NewReader(s.dst.addrs(), e2eharness.TopicNames(s.topics))
 	r.ReadCommitted = col.exactlyOnce
 	for {
 		err := r.Poll(ctx)

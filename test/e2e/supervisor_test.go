@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -32,10 +33,10 @@ const restartDelay = time.Second
 func (s *scenario) supervise(name string, cfg config.Config) *supervisor {
 	s.t.Helper()
 	if cfg.Metrics.Address == "" || cfg.Metrics.Address == "0" {
-		cfg.Metrics.Address = freeAddr(s.t)
+		cfg.Metrics.Address = e2eharness.FreeAddr(s.t)
 	}
-	sv := &supervisor{s: s, cfgPath: writeConfig(s.t, s.dir, name, cfg), name: name, done: make(chan struct{})}
-	sv.cur = startEngine(s.t, fmt.Sprintf("%s-0", name), sv.cfgPath)
+	sv := &supervisor{s: s, cfgPath: e2eharness.WriteConfig(s.t, s.dir, name, cfg), name: name, done: make(chan struct{})}
+	sv.cur = e2eharness.StartEngine(s.t, fmt.Sprintf("%s-0", name), sv.cfgPath)
 	go sv.loop()
 	return sv
 }
@@ -52,10 +53,10 @@ func (sv *supervisor) loop() {
 			sv.mu.Unlock()
 			return
 		}
-		sv.exits = append(sv.exits, fmt.Sprintf("code %d: %s", e.exitCode(), e.logTail(1)))
+		sv.exits = append(sv.exits, fmt.Sprintf("code %d: %s", e.ExitCode(), e.LogTail(1)))
 		sv.mu.Unlock()
 		time.Sleep(restartDelay)
-		next, err := launchEngine(sv.s.t, fmt.Sprintf("%s-%d", sv.name, i), sv.cfgPath)
+		next, err := e2eharness.LaunchEngine(sv.s.t, fmt.Sprintf("%s-%d", sv.name, i), sv.cfgPath)
 		sv.mu.Lock()
 		if err != nil || sv.stopping {
 			sv.mu.Unlock()
@@ -91,8 +92,8 @@ func (sv *supervisor) stop(timeout time.Duration) {
 	sv.stopping = true
 	e := sv.cur
 	sv.mu.Unlock()
-	if e.running() {
-		e.stop(timeout)
+	if e.Running() {
+		e.StopCleanly(timeout)
 	} else {
 		_ = e.Signal(syscall.SIGTERM)
 	}

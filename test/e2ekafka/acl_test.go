@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/realkafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
@@ -165,9 +166,9 @@ func TestSmokeSCRAMACLs(t *testing.T) {
 	})
 	w := s.workload(20_000, 2000, skipFraction)
 	e := s.startJoined("engine", cfg)
-	p := s.produce(w).wait(t)
+	p := s.produce(w).Wait(t)
 	rep := s.waitComplete(p, audit.Options{Filtered: audit.SkipHeaderFiltered})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
 	s.figures(rep, map[string]any{"brokers": 1, "auth": "SASL_SSL SCRAM-SHA-512", "acls": len(rules)})
 }
@@ -198,7 +199,7 @@ func TestACLEachRemoved(t *testing.T) {
 			topic := fmt.Sprintf("e2e.acl%02d", i)
 			ss.topics = map[string]int32{topic: 2}
 			ss.prepare(r.exercise, topic)
-			p := ss.produce(ss.workload(1000, 0, 0)).wait(t)
+			p := ss.produce(ss.workload(1000, 0, 0)).Wait(t)
 			ss.revoke(r)
 			t.Cleanup(func() { // also when the subtest failed, for the next one
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -224,18 +225,18 @@ func TestACLEachRemoved(t *testing.T) {
 			// An engine that stopped on the refusal (a send that finally failed) exits
 			// non-zero, to be restarted as its pod would be: wait for the exit, so that
 			// it is not taken for a running engine.
-			if len(e.logLines("Stopped the mirror on a fatal error")) > 0 {
+			if len(e.LogLines("Stopped the mirror on a fatal error")) > 0 {
 				select {
 				case <-e.Done():
 				case <-time.After(2 * time.Minute):
-					t.Fatalf("engine %s logged a fatal error but did not exit within 2m; log tail:\n%s", e.name, e.LogTail(20))
+					t.Fatalf("engine %s logged a fatal error but did not exit within 2m; log tail:\n%s", e.Name, e.LogTail(20))
 				}
 			}
 			if !e.Running() {
 				e = ss.startEngine(fmt.Sprintf("engine-%02d-after", i), cfg)
 			}
 			rep := ss.waitComplete(p, audit.Options{})
-			e.stop(time.Minute)
+			e.StopCleanly(time.Minute)
 			ss.assertAudit(rep, len(p.Records))
 			ss.figures(rep, map[string]any{"without": r.String(), "reported": line != ""})
 		})
@@ -290,7 +291,7 @@ func (s *scenario) watchRevoked(e *engine, r aclRule, p *audit.Produced) (string
 			line = firstMatch(e.LogPath(), r.says)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		m, err := audit.ReadAll(ctx, s.dst.Addrs(), topicNames(s.topics), audit.ReadOptions{Timeout: 10 * time.Second})
+		m, err := audit.ReadAll(ctx, s.dst.Addrs(), e2eharness.TopicNames(s.topics), audit.ReadOptions{Timeout: 10 * time.Second})
 		cancel()
 		complete = err == nil && audit.Audit(p, m, audit.Options{}).Total.Lost == 0
 		if line != "" && (r.blocks || complete) {

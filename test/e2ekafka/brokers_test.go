@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -81,7 +82,7 @@ func leaderKill9(t *testing.T, side string, col column) {
 	w := s.workload(brokerRecords, brokerRecordsRate, 0)
 	e := s.startJoined("engine", cfg)
 	bg := s.produce(w)
-	bg.waitSent(w.Records / 4)
+	bg.WaitSent(w.Records / 4)
 	s.waitProgress(2000, 2*time.Minute)
 	c := s.cluster(side)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -104,16 +105,16 @@ func leaderKill9(t *testing.T, side string, col column) {
 	if err := c.Restart(ctx, leader); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.WaitInSync(ctx, topicNames(s.topics)...); err != nil {
+	if err := c.WaitInSync(ctx, e2eharness.TopicNames(s.topics)...); err != nil {
 		t.Fatal(err)
 	}
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	rep := col.complete(s, p)
 	if !e.Running() {
 		t.Errorf("the engine exited (code %d) during the broker fault; log tail:\n%s", e.ExitCode(), e.LogTail(20))
 	}
-	e.stop(time.Minute)
-	s.assertAudit(rep, partitions(s.topics)*maxInFlight)
+	e.StopCleanly(time.Minute)
+	s.assertAudit(rep, e2eharness.Partitions(s.topics)*maxInFlight)
 	s.figures(rep, col.figures(map[string]any{"killed": side + " broker leading e2e.orders/0", "new_leader": newLeader}))
 }
 
@@ -135,7 +136,7 @@ func rollingRestart(t *testing.T, col column) {
 	w := s.workload(150_000, 1500, 0)
 	e := s.startJoined("engine", cfg)
 	bg := s.produce(w)
-	bg.waitSent(w.Records / 8)
+	bg.WaitSent(w.Records / 8)
 	s.waitProgress(2000, 2*time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -154,15 +155,15 @@ func rollingRestart(t *testing.T, col column) {
 		took = append(took, time.Since(start).Round(100*time.Millisecond).String())
 		t.Logf("restarted target broker %d in %v; the target holds %d records", id, time.Since(start).Round(100*time.Millisecond), s.targetCount())
 	}
-	if bg.progress() >= w.Records {
+	if bg.Progress() >= w.Records {
 		t.Logf("the workload ended before the last restart was done")
 	}
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	rep := col.complete(s, p)
 	if !e.Running() {
 		t.Errorf("the engine exited (code %d) during the rolling restart; log tail:\n%s", e.ExitCode(), e.LogTail(20))
 	}
-	e.stop(time.Minute)
-	s.assertAudit(rep, partitions(s.topics)*maxInFlight)
+	e.StopCleanly(time.Minute)
+	s.assertAudit(rep, e2eharness.Partitions(s.topics)*maxInFlight)
 	s.figures(rep, col.figures(map[string]any{"restarts": took}))
 }

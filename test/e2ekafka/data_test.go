@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/realkafka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -39,16 +40,16 @@ func transactionalSource(t *testing.T, col column) {
 	w := s.workload(40_000, 4000, 0)
 	w.TransactionSize = 100
 	w.AbortFraction = 0.3
-	p := s.produce(w).wait(t)
+	p := s.produce(w).Wait(t)
 	rep := col.complete(s, p)
 	s.waitCommittedEnd(2 * time.Minute)
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	if rep.Aborted != 0 {
 		t.Errorf("%d records of aborted source transactions reached the target", rep.Aborted)
 	}
 	maxDup := 0
 	if !col.exactlyOnce {
-		maxDup = partitions(s.topics) * maxInFlight
+		maxDup = e2eharness.Partitions(s.topics) * maxInFlight
 	}
 	s.assertAudit(rep, maxDup)
 	f := col.figures(map[string]any{"aborted_on_source": len(p.Aborted), "aborted_on_target": rep.Aborted})
@@ -100,12 +101,12 @@ func TestCompactedSourceAfterCleaner(t *testing.T) {
 	createTopics(t, s.dst, s.topics, 1, nil)
 	w := s.workload(20_000, 2000, 0)
 	w.Keys = 50
-	p := s.produce(w).wait(t)
+	p := s.produce(w).Wait(t)
 	// One more round of records rolls the last segments, so the cleaner sees them.
 	time.Sleep(time.Second)
 	w2 := s.workload(400, 0, 0)
 	w2.Keys, w2.Run = 50, "roll"
-	p2 := s.produce(w2).wait(t)
+	p2 := s.produce(w2).Wait(t)
 	p.Merge(p2)
 	held := s.waitCompacted(p, 2*time.Minute)
 	t.Logf("the log cleaner left %d of %d records on the source", len(held.Records), len(p.Records))
@@ -123,7 +124,7 @@ func TestCompactedSourceAfterCleaner(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the target never held every record the source still holds: %v\n%s", err, rep)
 	}
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	whole := audit.Audit(p, m, audit.Options{})
 	if whole.Unknown != 0 || whole.Total.Duplicated != 0 || whole.Total.OutOfOrder != 0 || whole.Total.WrongPartition != 0 || whole.Total.Altered != 0 {
 		t.Errorf("target records against every acknowledged one: unknown %d, duplicated %d, out of order %d, wrong partition %d, altered %d", whole.Unknown, whole.Total.Duplicated, whole.Total.OutOfOrder, whole.Total.WrongPartition, whole.Total.Altered)
@@ -179,21 +180,21 @@ func TestRetentionUnderStoppedMirror(t *testing.T) {
 	}
 	cfg := s.config(nil)
 	e := s.startJoined("engine-0", cfg)
-	first := s.produce(s.workload(10_000, 0, 0)).wait(t)
+	first := s.produce(s.workload(10_000, 0, 0)).Wait(t)
 	s.waitComplete(first, audit.Options{})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	committedBefore := committed(t, s.src, s.group)["e2e.retained"]
 
 	w := s.workload(10_000, 2000, 0)
 	w.Run = "second"
-	s.produce(w).wait(t)
+	s.produce(w).Wait(t)
 	time.Sleep(time.Second)
 	if err := alterTopicConfig(ctx, s.src, "e2e.retained", "retention.ms", "1000"); err != nil {
 		t.Fatal(err)
 	}
 	roll := s.workload(20, 0, 0)
 	roll.Run = "roll"
-	s.produce(roll).wait(t) // rolls the segments that retention can then delete
+	s.produce(roll).Wait(t) // rolls the segments that retention can then delete
 	starts := s.waitLogStartPast(committedBefore, 2*time.Minute)
 	t.Logf("retention moved the log start offsets to %v (committed %v)", starts, committedBefore)
 
@@ -201,7 +202,7 @@ func TestRetentionUnderStoppedMirror(t *testing.T) {
 	var line string
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) && line == "" {
-		if ls := e.logLines("e2e.retained", "reset"); len(ls) > 0 && strings.Contains(strings.ToLower(ls[0]), "error") {
+		if ls := e.LogLines("e2e.retained", "reset"); len(ls) > 0 && strings.Contains(strings.ToLower(ls[0]), "error") {
 			line = ls[0]
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -214,7 +215,7 @@ func TestRetentionUnderStoppedMirror(t *testing.T) {
 	case <-e.Done():
 		exited = true
 	case <-time.After(10 * time.Second):
-		e.stop(time.Minute)
+		e.StopCleanly(time.Minute)
 	}
 	t.Logf("engine reported: %.400s", line)
 	s.figures(audit.Report{}, map[string]any{"brokers": 1, "reported": line != "", "engine_exited": exited, "exit_code": e.ExitCode(),
@@ -244,7 +245,7 @@ func (s *scenario) waitLogStartPast(committed map[int32]int64, timeout time.Dura
 	deadline := time.Now().Add(timeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
-		listed, err := s.src.Admin().ListStartOffsets(ctx, topicNames(s.topics)...)
+		listed, err := s.src.Admin().ListStartOffsets(ctx, e2eharness.TopicNames(s.topics)...)
 		cancel()
 		starts := map[int32]int64{}
 		past := err == nil
@@ -276,11 +277,11 @@ func TestTargetMaxMessageBytes(t *testing.T) {
 	e := s.startJoined("engine", s.config(nil))
 	w := s.workload(20_000, 0, 0)
 	w.ValueSize = 1000
-	p := s.produce(w).wait(t)
+	p := s.produce(w).Wait(t)
 	rep := s.waitComplete(p, audit.Options{})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
-	sized := e.logLines("Sized record batches")
+	sized := e.LogLines("Sized record batches")
 	if len(sized) == 0 {
 		t.Errorf("the engine did not log how it sized its batches")
 	} else if !strings.Contains(sized[0], `"batchBytes":6`) { // 65536 less the batch overhead
@@ -306,10 +307,10 @@ func TestFiveMegabyteRecords(t *testing.T) {
 	createTopics(t, s.dst, s.topics, 1, map[string]*string{"max.message.bytes": tenMB})
 	e := s.startJoined("engine", s.config(nil))
 	small := s.workload(2000, 0, 0)
-	p := s.produce(small).wait(t)
+	p := s.produce(small).Wait(t)
 	p.Merge(s.produceLarge(ctx, "e2e.large", 6, big))
 	rep := s.waitComplete(p, audit.Options{})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
 	s.figures(rep, map[string]any{"brokers": 1, "large_records": 6, "large_bytes": big})
 }

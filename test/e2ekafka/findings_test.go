@@ -30,7 +30,7 @@ func TestExactlyOnceFirstStartOnFreshTarget(t *testing.T) {
 		exactlyOnce(c)
 		c.DeliveryTimeout = config.Duration{Duration: time.Minute}
 	})
-	p := s.produce(s.workload(1000, 0, 0)).wait(t)
+	p := s.produce(s.workload(1000, 0, 0)).Wait(t)
 	start := time.Now()
 	e := s.startEngine("engine", cfg)
 	for s.targetCount() == 0 {
@@ -44,7 +44,7 @@ func TestExactlyOnceFirstStartOnFreshTarget(t *testing.T) {
 		t.Errorf("the first record reached the target %v after the engine started, want within %v (deliveryTimeout is %v)", first.Round(100*time.Millisecond), firstRecordBound, cfg.DeliveryTimeout.Duration)
 	}
 	rep := s.waitCompleteCommitted(p, audit.Options{})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
 	s.figures(rep, map[string]any{"delivery": "exactlyOnce", "first_record_seconds": first.Round(100 * time.Millisecond).Seconds()})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -26,43 +27,27 @@ func TestSIGTERM(t *testing.T) {
 	const stops = 3
 	var drains []string
 	for i := 1; i <= stops; i++ {
-		bg.waitSent(w.Records * i / (stops + 1))
+		bg.WaitSent(w.Records * i / (stops + 1))
 		s.waitProgress(2000, 2*time.Minute)
 		start := time.Now()
-		e.stop(time.Minute)
+		e.StopCleanly(time.Minute)
 		drains = append(drains, time.Since(start).Round(10*time.Millisecond).String())
 		s.assertCommittedEqualsTarget(fmt.Sprintf("after SIGTERM #%d", i))
 		e = s.startEngine(fmt.Sprintf("engine-%d", i), cfg)
 	}
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	rep := s.waitComplete(p, audit.Options{})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	s.assertCommittedEqualsTarget("after the final SIGTERM")
 	s.assertAudit(rep, 0)
 	s.figures(rep, map[string]any{"brokers": 3, "sigterms": stops + 1, "drain_times": drains})
 }
 
 // assertCommittedEqualsTarget checks that, for every partition, the engine's committed
-// source offset equals the target's end offset (preserve partitioning, no filter, an
-// empty target at the start: the n-th source record is the n-th target record).
+// source offset equals the target's end offset.
 func (s *scenario) assertCommittedEqualsTarget(when string) {
 	s.t.Helper()
-	committed := committed(s.t, s.src, s.group)
-	bad := 0
-	for topic, ps := range endOffsets(s.t, s.dst, s.topics) {
-		for p, end := range ps {
-			c, ok := committed[topic][p]
-			if (!ok && end == 0) || c == end {
-				continue
-			}
-			if bad++; bad <= 5 {
-				s.t.Errorf("%s: %s/%d committed %d (present %v), the target holds %d", when, topic, p, c, ok, end)
-			}
-		}
-	}
-	if bad > 5 {
-		s.t.Errorf("%s: %d partitions in all with a committed offset other than the target's end offset", when, bad)
-	}
+	e2eharness.AssertCommittedEqualsTarget(s.t, when, committed(s.t, s.src, s.group), endOffsets(s.t, s.dst, s.topics))
 }
 
 // TestScaleOutAndIn: one engine process, then three in the same group, then one again
@@ -85,16 +70,16 @@ func scaleOutAndIn(t *testing.T, col column) {
 	w := s.workload(brokerRecords, brokerRecordsRate, skipFraction)
 	e1 := s.startJoined("engine-1", cfg)
 	bg := s.produce(w)
-	bg.waitSent(w.Records / 5)
+	bg.WaitSent(w.Records / 5)
 	s.waitProgress(2000, 2*time.Minute)
 	e2 := s.startEngine("engine-2", cfg)
 	e3 := s.startEngine("engine-3", cfg)
 	members := s.waitMembers(3, 2*time.Minute)
 	s.waitProgress(5000, 2*time.Minute)
-	e2.stop(time.Minute)
-	e3.stop(time.Minute)
+	e2.StopCleanly(time.Minute)
+	e3.StopCleanly(time.Minute)
 	s.waitMembers(1, 2*time.Minute)
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	opts := audit.Options{Filtered: audit.SkipHeaderFiltered}
 	var rep audit.Report
 	if col.exactlyOnce {
@@ -105,7 +90,7 @@ func scaleOutAndIn(t *testing.T, col column) {
 	if !e1.Running() {
 		t.Errorf("engine-1 exited during the rebalances (code %d)", e1.ExitCode())
 	}
-	e1.stop(time.Minute)
+	e1.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
 	s.figures(rep, col.figures(map[string]any{"max_members": members, "processes": "1->3->1"}))
 }
@@ -113,25 +98,15 @@ func scaleOutAndIn(t *testing.T, col column) {
 // waitMembers waits until the source consumer group has n members and is Stable.
 func (s *scenario) waitMembers(n int, timeout time.Duration) int {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var got int
-	var state string
-	for time.Now().Before(deadline) {
+	return e2eharness.WaitMembers(s.t, s.group, n, timeout, func() (int, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
 		groups, err := s.src.Admin().DescribeGroups(ctx, s.group)
-		cancel()
-		if err == nil {
-			if g, ok := groups[s.group]; ok && g.Err == nil {
-				got, state = len(g.Members), g.State
-				if got == n && state == "Stable" {
-					return got
-				}
-			}
+		if g, ok := groups[s.group]; err == nil && ok && g.Err == nil {
+			return len(g.Members), g.State
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	s.t.Fatalf("the group had %d members (%s) after %v, want %d Stable", got, state, timeout, n)
-	return got
+		return 0, ""
+	})
 }
 
 // TestTargetDownBeyondDeliveryTimeout: every target broker killed -9 for longer than
@@ -146,7 +121,7 @@ func TestTargetDownBeyondDeliveryTimeout(t *testing.T) {
 	w := s.workload(brokerRecords, brokerRecordsRate, 0)
 	e := s.startJoined("engine-0", cfg)
 	bg := s.produce(w)
-	bg.waitSent(w.Records / 4)
+	bg.WaitSent(w.Records / 4)
 	s.waitProgress(2000, 2*time.Minute)
 	for _, id := range s.dst.IDs() {
 		if err := s.dst.Kill(id); err != nil {
@@ -161,7 +136,7 @@ func TestTargetDownBeyondDeliveryTimeout(t *testing.T) {
 	case <-time.After(deliveryTimeout + exitGrace):
 	}
 	stoppedAfter := time.Since(cut)
-	lines := e.logLines("Stopped the mirror on a fatal error", "target")
+	lines := e.LogLines("Stopped the mirror on a fatal error", "target")
 	switch {
 	case !exited:
 		t.Errorf("the engine still ran %v into a whole-target outage with deliveryTimeout %v", stoppedAfter.Round(time.Second), deliveryTimeout)
@@ -171,7 +146,7 @@ func TestTargetDownBeyondDeliveryTimeout(t *testing.T) {
 	}
 	if len(lines) == 0 {
 		t.Errorf("no fatal error line naming the target; log tail:\n%s", e.LogTail(10))
-	} else if at, ok := logTime(lines[0]); ok && at.Sub(cut) < deliveryTimeout/2 {
+	} else if at, ok := e2eharness.LogTime(lines[0]); ok && at.Sub(cut) < deliveryTimeout/2 {
 		// deliveryTimeout counts from when each record was read, which can be a moment
 		// before the cut (9.6 s after it was seen once): only an engine that gave up
 		// well before deliveryTimeout is wrong.
@@ -183,10 +158,10 @@ func TestTargetDownBeyondDeliveryTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	e = s.startEngine("engine-1", cfg)
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	rep := s.waitComplete(p, audit.Options{})
-	e.stop(time.Minute)
-	s.assertAudit(rep, partitions(s.topics)*maxInFlight+int(float64(w.Rate)*commitInterval.Seconds()))
+	e.StopCleanly(time.Minute)
+	s.assertAudit(rep, e2eharness.Partitions(s.topics)*maxInFlight+int(float64(w.Rate)*commitInterval.Seconds()))
 	s.figures(rep, map[string]any{"brokers": 3, "delivery_timeout": deliveryTimeout.String(),
 		"stopped_after": stoppedAfter.Round(100 * time.Millisecond).String(), "exited_by_itself": exited, "reported": len(lines) > 0})
 }

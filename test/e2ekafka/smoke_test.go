@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
@@ -26,14 +27,6 @@ func smokeTopics() map[string]int32 {
 	return map[string]int32{"e2e.orders": 4, "e2e.payments": 4}
 }
 
-func partitions(topics map[string]int32) int {
-	n := 0
-	for _, p := range topics {
-		n += int(p)
-	}
-	return n
-}
-
 // TestSmokeKill9: kill -9 the engine twice mid-stream on real brokers, restarting it
 // each time; each kill lands at a random moment between two commits of an engine that
 // has caught up. Zero loss; the duplicates are at most, per kill, the records in flight
@@ -46,19 +39,19 @@ func TestSmokeKill9(t *testing.T) {
 	bg := s.produce(w)
 	const kills = 2
 	for i := 1; i <= kills; i++ {
-		bg.waitSent(w.Records * i / (kills + 1))
+		bg.WaitSent(w.Records * i / (kills + 1))
 		// Steady state: the (re)started engine committed everything produced so far,
 		// so one commit interval holds the production rate's worth, not a backlog.
-		s.waitCommitted(int64(bg.progress()), 2*time.Minute)
+		s.waitCommitted(int64(bg.Progress()), 2*time.Minute)
 		time.Sleep(time.Duration(rand.Int63n(int64(commitInterval))))
 		e.Kill()
 		t.Logf("kill -9 #%d with the target holding %d records", i, s.targetCount())
 		e = s.startEngine(fmt.Sprintf("engine-%d", i), cfg)
 	}
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	rep := s.waitComplete(p, audit.Options{Filtered: audit.SkipHeaderFiltered})
-	e.stop(time.Minute)
-	perKill := partitions(s.topics)*maxInFlight + int(float64(w.Rate)*commitInterval.Seconds())
+	e.StopCleanly(time.Minute)
+	perKill := e2eharness.Partitions(s.topics)*maxInFlight + int(float64(w.Rate)*commitInterval.Seconds())
 	s.assertAudit(rep, kills*perKill)
 	s.figures(rep, map[string]any{"brokers": 1, "kills": kills, "per_kill_bound": perKill})
 }
@@ -78,16 +71,16 @@ func TestSmokeExactlyOnceKill9(t *testing.T) {
 	bg := s.produce(w)
 	const kills = 2
 	for i := 1; i <= kills; i++ {
-		bg.waitSent(w.Records * i / (kills + 1))
+		bg.WaitSent(w.Records * i / (kills + 1))
 		s.waitProgress(2000, 2*time.Minute)
 		time.Sleep(time.Duration(rand.Int63n(int64(commitInterval))))
 		e.Kill()
 		t.Logf("kill -9 #%d with the target holding %d records (read_uncommitted end offsets)", i, s.targetCount())
 		e = s.startEngine(fmt.Sprintf("engine-%d", i), cfg)
 	}
-	p := bg.wait(t)
+	p := bg.Wait(t)
 	rep := s.waitCompleteCommitted(p, audit.Options{Filtered: audit.SkipHeaderFiltered})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	s.assertAudit(rep, 0)
 	s.figures(rep, map[string]any{"brokers": 1, "kills": kills, "delivery": "exactlyOnce", "isolation": "read_committed"})
 }
