@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/spf13/cobra"
 )
 
 const noRenderer = "this binary cannot check KafkaMirror manifests: its main does not pass cli.WithManifestRenderer"
@@ -22,99 +22,62 @@ func TestValidateCommand(t *testing.T) {
 	// The fixtures: MirrorConfig and KafkaMirror files, valid and not, a directory and
 	// an empty kustomization; package main's validate test reads the same files.
 	dir := filepath.Join("testdata", "validate")
-	files := map[string]string{"dir": filepath.Join(dir, "dir"), "empty": filepath.Join(dir, "empty")}
-	tests := map[string]struct {
-		args    []string
-		want    string // output, with FILE(name) replaced by the path
-		wantErr string
-	}{
+	testutil.RunCommandCases(t, func() *cobra.Command { return NewRootCommand() }, []string{"validate"}, dir, []string{"dir", "empty"}, map[string]testutil.CommandCase{
 		"valid config": {
-			args: []string{"--config", "good.yaml"},
-			want: "OK: good.yaml: MirrorConfig, 1 include pattern(s), 1 exclude pattern(s), 2 handler(s) (cel filter, header-filter), rebalance listener log\n",
+			Args: []string{"--config", "good.yaml"},
+			Want: "OK: good.yaml: MirrorConfig, 1 include pattern(s), 1 exclude pattern(s), 2 handler(s) (cel filter, header-filter), rebalance listener log\n",
 		},
 		"invalid config: every problem with its path": {
-			args: []string{"--config", "bad.yaml"},
-			want: "bad.yaml: topics.include[0]: Invalid value: \"orders(\": error parsing regexp: missing closing ): `orders(`\n" +
+			Args: []string{"--config", "bad.yaml"},
+			Want: "bad.yaml: topics.include[0]: Invalid value: \"orders(\": error parsing regexp: missing closing ): `orders(`\n" +
 				"bad.yaml: streams: Invalid value: 100: must be between 1 and 64\n" +
 				"bad.yaml: handlers[3]: Required value: set cel or name\n" +
 				"bad.yaml: handlers[0].cel.filter: 1:7: undefined field 'topik'\n | record.topik == 'x'\n | ......^\n" +
 				"bad.yaml: handlers[1].name: unknown handler \"nope\" (registered: identity, header-filter, topic-router)\n" +
 				"bad.yaml: handlers[2].args.pattern: error parsing regexp: missing closing ): `a(`\n" +
 				"bad.yaml: rebalanceListener.name: unknown rebalance listener \"logg\" (registered: log)\n",
-			wantErr: "validate found 7 problem(s)",
+			WantErr: "validate found 7 problem(s)",
 		},
 		"unknown field": {
-			args:    []string{"--config", "unknown.yaml"},
-			want:    "unknown.yaml: bogus: Forbidden: unknown field (keys are case-sensitive)\n",
-			wantErr: "validate found 1 problem(s)",
+			Args:    []string{"--config", "unknown.yaml"},
+			Want:    "unknown.yaml: bogus: Forbidden: unknown field (keys are case-sensitive)\n",
+			WantErr: "validate found 1 problem(s)",
 		},
 		"missing file": {
-			args:    []string{"--config", "missing.yaml"},
-			want:    "missing.yaml: open: no such file or directory\n",
-			wantErr: "validate found 1 problem(s)",
+			Args:    []string{"--config", "missing.yaml"},
+			Want:    "missing.yaml: open: no such file or directory\n",
+			WantErr: "validate found 1 problem(s)",
 		},
 		"a manifest without a mirror is a problem": {
-			args:    []string{"-f", "no-mirror.yaml"},
-			want:    "no-mirror.yaml: no KafkaMirror or MirrorConfig found\n",
-			wantErr: "validate found 1 problem(s)",
+			Args:    []string{"-f", "no-mirror.yaml"},
+			Want:    "no-mirror.yaml: no KafkaMirror or MirrorConfig found\n",
+			WantErr: "validate found 1 problem(s)",
 		},
 		"a directory without mirrors": {
-			args:    []string{"-f", "empty"},
-			want:    "empty: no KafkaMirror or MirrorConfig found\n",
-			wantErr: "validate found 1 problem(s)",
+			Args:    []string{"-f", "empty"},
+			Want:    "empty: no KafkaMirror or MirrorConfig found\n",
+			WantErr: "validate found 1 problem(s)",
 		},
 		"a MirrorConfig in a manifest file needs no renderer": {
-			args: []string{"-f", "good.yaml"},
-			want: "OK: good.yaml: MirrorConfig, 1 include pattern(s), 1 exclude pattern(s), 2 handler(s) (cel filter, header-filter), rebalance listener log\n",
+			Args: []string{"-f", "good.yaml"},
+			Want: "OK: good.yaml: MirrorConfig, 1 include pattern(s), 1 exclude pattern(s), 2 handler(s) (cel filter, header-filter), rebalance listener log\n",
 		},
 		"a KafkaMirror without a renderer is a problem, not a pass": {
-			args:    []string{"-f", "km.yaml"},
-			want:    "km.yaml: document 0 (KafkaMirror default/orders): " + noRenderer + "\n",
-			wantErr: "validate found 1 problem(s)",
+			Args:    []string{"-f", "km.yaml"},
+			Want:    "km.yaml: document 0 (KafkaMirror default/orders): " + noRenderer + "\n",
+			WantErr: "validate found 1 problem(s)",
 		},
 		"a directory of KafkaMirrors without a renderer": {
-			args: []string{"-f", "dir"},
-			want: "dir/a.yaml: document 0 (KafkaMirror default/orders): " + noRenderer + "\n" +
+			Args: []string{"-f", "dir"},
+			Want: "dir/a.yaml: document 0 (KafkaMirror default/orders): " + noRenderer + "\n" +
 				"dir/b.yml: document 0 (KafkaMirror payments): " + noRenderer + "\n",
-			wantErr: "validate found 2 problem(s)",
+			WantErr: "validate found 2 problem(s)",
 		},
 		"no file": {
-			args:    nil,
-			wantErr: "give --config FILE (a MirrorConfig) or -f FILE (KafkaMirror manifests)",
+			Args:    nil,
+			WantErr: "give --config FILE (a MirrorConfig) or -f FILE (KafkaMirror manifests)",
 		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			// Files are named by their short names in the table; run with full paths and
-			// map them back in the output.
-			args := []string{"validate"}
-			for _, a := range tc.args {
-				if p, ok := files[a]; ok {
-					a = p
-				} else if strings.HasSuffix(a, ".yaml") {
-					a = filepath.Join(dir, a)
-				}
-				args = append(args, a)
-			}
-			var out bytes.Buffer
-			root := NewRootCommand()
-			root.SetOut(&out)
-			root.SetErr(&out)
-			root.SetArgs(args)
-			err := root.Execute()
-			got := strings.ReplaceAll(out.String(), dir+string(filepath.Separator), "")
-			if got != tc.want {
-				t.Errorf("output =\n%s\nwant\n%s", got, tc.want)
-			}
-			gotErr := ""
-			if err != nil {
-				gotErr = err.Error()
-			}
-			if gotErr != tc.wantErr {
-				t.Errorf("error = %q, want %q", gotErr, tc.wantErr)
-			}
-		})
-	}
+	})
 }
 
 // TestValidateManifestRenderer checks how `validate -f` uses the renderer it is given:
@@ -187,16 +150,7 @@ func TestValidateManifestRenderer(t *testing.T) {
 			cmd.SetOut(&out)
 			cmd.SetArgs([]string{"-f", path})
 			err := cmd.Execute()
-			if got := strings.ReplaceAll(out.String(), dir+string(filepath.Separator), ""); got != tc.want {
-				t.Errorf("output =\n%s\nwant\n%s", got, tc.want)
-			}
-			gotErr := ""
-			if err != nil {
-				gotErr = err.Error()
-			}
-			if gotErr != tc.wantErr {
-				t.Errorf("error = %q, want %q", gotErr, tc.wantErr)
-			}
+			testutil.CheckOutput(t, out.String(), dir, err, tc.want, tc.wantErr)
 		})
 	}
 }
