@@ -39,7 +39,32 @@ func runForwarder(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	args = fs.Args()
+	return runForwarderChild(fs.Args(), func(ctx context.Context, cfg *config.Config) error {
+		if *cpuPath == "" {
+			return forward(ctx, cfg)
+		}
+		f, err := os.Create(*cpuPath)
+		if err != nil {
+			return fmt.Errorf("while creating the forwarder's CPU profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("while starting the forwarder's CPU profile: %w", err)
+		}
+		runErr := forward(ctx, cfg)
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("while writing the forwarder's CPU profile: %w", err)
+		}
+		return runErr
+	})
+}
+
+// runForwarderChild is the child side both reference forwarders share (this one and
+// the franz-go one, kgoForwarderCommand): it takes the engine's command line (`run
+// --config FILE`, the log flags ignored, as a forwarder does not log), loads the config
+// and runs forward on it until SIGTERM or an interrupt.
+func runForwarderChild(args []string, forward func(context.Context, *config.Config) error) error {
 	run := flag.NewFlagSet("run", flag.ContinueOnError)
 	cfgPath := run.String("config", "", "the MirrorConfig file")
 	run.String("log-format", "", "ignored: the forwarder does not log")
@@ -56,23 +81,7 @@ func runForwarder(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if *cpuPath == "" {
-		return forward(ctx, cfg)
-	}
-	f, err := os.Create(*cpuPath)
-	if err != nil {
-		return fmt.Errorf("while creating the forwarder's CPU profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return fmt.Errorf("while starting the forwarder's CPU profile: %w", err)
-	}
-	runErr := forward(ctx, cfg)
-	pprof.StopCPUProfile()
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("while writing the forwarder's CPU profile: %w", err)
-	}
-	return runErr
+	return forward(ctx, cfg)
 }
 
 // forward is the forwarder's loop: cfg names the source, the target, the group and the

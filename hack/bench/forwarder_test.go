@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
 // TestForwarderAgainstKfake checks that the bare forwarder copies every record once,
@@ -16,27 +17,11 @@ func TestForwarderAgainstKfake(t *testing.T) {
 	defer cancel()
 	const parts, records = 4, 3000
 	g := newRecordGen(100)
-	var addrs [][]string
-	for _, name := range []string{"test-source", "test-target"} {
-		c, err := startCluster(name, 1, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		admin, err := sarama.NewClusterAdmin(c.ListenAddrs(), saramaTestConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := admin.CreateTopic(dataTopic, &sarama.TopicDetail{NumPartitions: parts, ReplicationFactor: -1}, false); err != nil {
-			t.Fatal(err)
-		}
-		_ = admin.Close()
-		addrs = append(addrs, c.ListenAddrs())
-	}
-	if _, err := preload(ctx, addrs[0], g, dataTopic, parts, 0, records); err != nil {
+	src, dst := startTestClusters(t, parts, 0)
+	if _, err := preload(ctx, src, g, dataTopic, parts, 0, records); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := engineConfig(engineSpec{name: "forwarder", noDataLoss: true}, addrs[0], addrs[1], "test-forwarder", dataTopic, "127.0.0.1:0")
+	cfg, err := engineConfig(engineSpec{name: "forwarder", noDataLoss: true}, src, dst, "test-forwarder", dataTopic, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +32,7 @@ func TestForwarderAgainstKfake(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- forward(fctx, cfg) }()
 
-	counter, err := newTargetCounter(addrs[1], dataTopic, parts)
+	counter, err := newTargetCounter(dst, dataTopic, parts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,31 +54,7 @@ func TestForwarderAgainstKfake(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("forward = %v, want nil after a stop", err)
 	}
-	for p := int32(0); p < parts; p++ {
-		o, err := counter.client.GetOffset(dataTopic, p, sarama.OffsetNewest)
-		if err != nil || o != records/parts {
-			t.Errorf("target partition %d holds %d records (err %v), want %d: lost or duplicated", p, o, err, records/parts)
-		}
-	}
-	c, err := sarama.NewConsumer(addrs[1], saramaTestConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pc, err := c.ConsumePartition(dataTopic, 1, sarama.OffsetOldest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	select {
-	case m := <-pc.Messages():
-		// Record 1 of the workload is the first in partition 1.
-		if string(m.Key) != string(g.key(1)) || len(m.Headers) != 2 || string(m.Headers[0].Key) != headerSeq || string(m.Headers[0].Value) != string(seqBytes(1)) {
-			t.Errorf("first record of partition 1 = key %q headers %d, want key %q with 2 headers, seq 1", m.Key, len(m.Headers), g.key(1))
-		}
-	case <-ctx.Done():
-		t.Fatal("no record read back from the target")
-	}
+	checkCopiedOnce(ctx, t, g, counter, dst, parts, records)
 }
 
 // TestForwarderTargets checks the comparison with the forwarder: the ratios are medians
@@ -168,3 +129,30 @@ func TestForwarderTargets(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a > b-0.005 && a < b+0.005 }
+
+// TestForwarderChildCommandLine checks the command line both forwarders take, the
+// engine's: `run --config FILE` with the log flags accepted and ignored.
+func TestForwarderChildCommandLine(t *testing.T) {
+	cfg, err := engineConfig(engineSpec{name: "forwarder", noDataLoss: true}, []string{"source:9092"}, []string{"target:9092"}, "test-forwarder", dataTopic, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := config.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := testutil.WriteFile(t, t.TempDir(), "forwarder.yaml", string(data))
+	var got *config.Config
+	err = runForwarderChild([]string{"run", "--config", path, "--log-format", "json", "--log-level", "info"}, func(ctx context.Context, c *config.Config) error {
+		got = c
+		return ctx.Err()
+	})
+	if err != nil || got == nil || got.ConsumerGroup != "test-forwarder" || got.Topics.Include[0] != cfg.Topics.Include[0] {
+		t.Fatalf("runForwarderChild = %v, config %+v; want the config of %s", err, got, path)
+	}
+	for _, args := range [][]string{nil, {"--config", path}, {"run", "--config", path, "--bogus"}} {
+		if err := runForwarderChild(args, func(context.Context, *config.Config) error { return nil }); err == nil {
+			t.Errorf("runForwarderChild(%q) = nil, want an error", args)
+		}
+	}
+}

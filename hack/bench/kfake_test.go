@@ -28,30 +28,11 @@ func TestLimitsAgainstKfake(t *testing.T) {
 			defer cancel()
 			const parts = 4
 			g := newRecordGen(200)
-			src, err := startCluster("test-source", 1, 0)
-			if err != nil {
+			src, dst := startTestClusters(t, parts, tc.throttle)
+			if _, err := preload(ctx, src, g, dataTopic, parts, 0, tc.records); err != nil {
 				t.Fatal(err)
 			}
-			defer src.Close()
-			dst, err := startCluster("test-target", 1, tc.throttle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dst.Close()
-			for _, c := range [][]string{src.ListenAddrs(), dst.ListenAddrs()} {
-				admin, err := sarama.NewClusterAdmin(c, saramaTestConfig())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := admin.CreateTopic(dataTopic, &sarama.TopicDetail{NumPartitions: parts, ReplicationFactor: -1}, false); err != nil {
-					t.Fatal(err)
-				}
-				_ = admin.Close()
-			}
-			if _, err := preload(ctx, src.ListenAddrs(), g, dataTopic, parts, 0, tc.records); err != nil {
-				t.Fatal(err)
-			}
-			cfg := &config.Config{Source: config.Cluster{BootstrapServers: src.ListenAddrs()}, Target: config.Cluster{BootstrapServers: dst.ListenAddrs()}}
+			cfg := &config.Config{Source: config.Cluster{BootstrapServers: src}, Target: config.Cluster{BootstrapServers: dst}}
 			cfg.Default()
 
 			// Rates are timed from the first record to the last, so they count n-1 records.
@@ -74,7 +55,7 @@ func TestLimitsAgainstKfake(t *testing.T) {
 			if got.Elapsed < tc.minElapsed {
 				t.Errorf("produce took %s, want at least %s at the throttle", got.Elapsed, tc.minElapsed)
 			}
-			counter, err := newTargetCounter(dst.ListenAddrs(), dataTopic, parts)
+			counter, err := newTargetCounter(dst, dataTopic, parts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,21 +73,22 @@ func saramaTestConfig() *sarama.Config {
 	return c
 }
 
-// TestPipeAgainstKfake checks that the raw pipe copies every record once, into the
-// source partition, with its headers.
-func TestPipeAgainstKfake(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	const parts, records = 4, 3000
-	g := newRecordGen(100)
+// startTestClusters starts a source and a target cluster (the target throttled to
+// throttle bytes/s when not 0), each with dataTopic in parts partitions, closed when
+// the test ends, and returns their addresses.
+func startTestClusters(t *testing.T, parts int32, throttle int64) (src, dst []string) {
+	t.Helper()
 	var addrs [][]string
-	for _, name := range []string{"test-source", "test-target"} {
-		c, err := startCluster(name, 1, 0)
+	for _, c := range []struct {
+		name     string
+		throttle int64
+	}{{"test-source", 0}, {"test-target", throttle}} {
+		cl, err := startCluster(c.name, 1, c.throttle)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		admin, err := sarama.NewClusterAdmin(c.ListenAddrs(), saramaTestConfig())
+		t.Cleanup(cl.Close)
+		admin, err := sarama.NewClusterAdmin(cl.ListenAddrs(), saramaTestConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,32 +96,24 @@ func TestPipeAgainstKfake(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = admin.Close()
-		addrs = append(addrs, c.ListenAddrs())
+		addrs = append(addrs, cl.ListenAddrs())
 	}
-	if _, err := preload(ctx, addrs[0], g, dataTopic, parts, 0, records); err != nil {
-		t.Fatal(err)
-	}
-	cfg := &config.Config{Source: config.Cluster{BootstrapServers: addrs[0]}, Target: config.Cluster{BootstrapServers: addrs[1]}}
-	cfg.Default()
-	got, err := pipeLimit(ctx, cfg, dataTopic, parts, records)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Records != records-1 || got.Bytes != int64(records-1)*int64(g.recordBytes(0)) {
-		t.Errorf("pipe = %+v, want %d records", got, records-1)
-	}
-	counter, err := newTargetCounter(addrs[1], dataTopic, parts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer counter.close()
+	return addrs[0], addrs[1]
+}
+
+// checkCopiedOnce checks the target a copier of the preloaded workload g wrote to:
+// each of the parts partitions of dataTopic holds its records/parts records, none lost
+// or duplicated, and partition 1 starts with the workload's record 1, its key and
+// headers as written.
+func checkCopiedOnce(ctx context.Context, t *testing.T, g *recordGen, counter *targetCounter, target []string, parts int32, records int) {
+	t.Helper()
 	for p := int32(0); p < parts; p++ {
 		o, err := counter.client.GetOffset(dataTopic, p, sarama.OffsetNewest)
-		if err != nil || o != records/parts {
-			t.Errorf("target partition %d holds %d records (err %v), want %d", p, o, err, records/parts)
+		if err != nil || o != int64(records)/int64(parts) {
+			t.Errorf("target partition %d holds %d records (err %v), want %d: lost or duplicated", p, o, err, int64(records)/int64(parts))
 		}
 	}
-	c, err := sarama.NewConsumer(addrs[1], saramaTestConfig())
+	c, err := sarama.NewConsumer(target, saramaTestConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,4 +132,32 @@ func TestPipeAgainstKfake(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no record read back from the target")
 	}
+}
+
+// TestPipeAgainstKfake checks that the raw pipe copies every record once, into the
+// source partition, with its headers.
+func TestPipeAgainstKfake(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const parts, records = 4, 3000
+	g := newRecordGen(100)
+	src, dst := startTestClusters(t, parts, 0)
+	if _, err := preload(ctx, src, g, dataTopic, parts, 0, records); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Source: config.Cluster{BootstrapServers: src}, Target: config.Cluster{BootstrapServers: dst}}
+	cfg.Default()
+	got, err := pipeLimit(ctx, cfg, dataTopic, parts, records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Records != records-1 || got.Bytes != int64(records-1)*int64(g.recordBytes(0)) {
+		t.Errorf("pipe = %+v, want %d records", got, records-1)
+	}
+	counter, err := newTargetCounter(dst, dataTopic, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer counter.close()
+	checkCopiedOnce(ctx, t, g, counter, dst, parts, records)
 }

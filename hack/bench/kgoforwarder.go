@@ -3,12 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -32,25 +28,7 @@ const kgoForwarderCommand = "kgo-forwarder"
 // engine's default offsetCommitInterval.
 const kgoCommitInterval = 5 * time.Second
 
-func runKgoForwarder(args []string) error {
-	run := flag.NewFlagSet("run", flag.ContinueOnError)
-	cfgPath := run.String("config", "", "the MirrorConfig file")
-	run.String("log-format", "", "ignored: the forwarder does not log")
-	run.String("log-level", "", "ignored: the forwarder does not log")
-	if len(args) == 0 || args[0] != "run" {
-		return errors.New("expected `run --config FILE`")
-	}
-	if err := run.Parse(args[1:]); err != nil {
-		return err
-	}
-	cfg, err := config.Load(*cfgPath)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	return kgoForward(ctx, cfg)
-}
+func runKgoForwarder(args []string) error { return runForwarderChild(args, kgoForward) }
 
 // ackedOffsets is, per source partition, the next offset to commit: one past the
 // highest record the target acked. The idempotent producer acks a partition's records
