@@ -17,10 +17,7 @@ func TestForwarderAgainstKfake(t *testing.T) {
 	defer cancel()
 	const parts, records = 4, 3000
 	g := newRecordGen(100)
-	src, dst := startTestClusters(t, parts, 0)
-	if _, err := preload(ctx, src, g, dataTopic, parts, 0, records); err != nil {
-		t.Fatal(err)
-	}
+	src, dst := startPreloaded(ctx, t, g, parts, records, 0)
 	cfg, err := engineConfig(engineSpec{name: "forwarder", noDataLoss: true}, src, dst, "test-forwarder", dataTopic, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -28,10 +28,7 @@ func TestLimitsAgainstKfake(t *testing.T) {
 			defer cancel()
 			const parts = 4
 			g := newRecordGen(200)
-			src, dst := startTestClusters(t, parts, tc.throttle)
-			if _, err := preload(ctx, src, g, dataTopic, parts, 0, tc.records); err != nil {
-				t.Fatal(err)
-			}
+			src, dst := startPreloaded(ctx, t, g, parts, tc.records, tc.throttle)
 			cfg := &config.Config{Source: config.Cluster{BootstrapServers: src}, Target: config.Cluster{BootstrapServers: dst}}
 			cfg.Default()
 
@@ -73,10 +70,10 @@ func saramaTestConfig() *sarama.Config {
 	return c
 }
 
-// startTestClusters starts a source and a target cluster (the target throttled to
+// startPreloaded starts a source and a target cluster (the target throttled to
 // throttle bytes/s when not 0), each with dataTopic in parts partitions, closed when
-// the test ends, and returns their addresses.
-func startTestClusters(t *testing.T, parts int32, throttle int64) (src, dst []string) {
+// the test ends; it preloads the source with records of g and returns the addresses.
+func startPreloaded(ctx context.Context, t *testing.T, g *recordGen, parts int32, records int, throttle int64) (src, dst []string) {
 	t.Helper()
 	var addrs [][]string
 	for _, c := range []struct {
@@ -97,6 +94,9 @@ func startTestClusters(t *testing.T, parts int32, throttle int64) (src, dst []st
 		}
 		_ = admin.Close()
 		addrs = append(addrs, cl.ListenAddrs())
+	}
+	if _, err := preload(ctx, addrs[0], g, dataTopic, parts, 0, records); err != nil {
+		t.Fatal(err)
 	}
 	return addrs[0], addrs[1]
 }
@@ -141,10 +141,7 @@ func TestPipeAgainstKfake(t *testing.T) {
 	defer cancel()
 	const parts, records = 4, 3000
 	g := newRecordGen(100)
-	src, dst := startTestClusters(t, parts, 0)
-	if _, err := preload(ctx, src, g, dataTopic, parts, 0, records); err != nil {
-		t.Fatal(err)
-	}
+	src, dst := startPreloaded(ctx, t, g, parts, records, 0)
 	cfg := &config.Config{Source: config.Cluster{BootstrapServers: src}, Target: config.Cluster{BootstrapServers: dst}}
 	cfg.Default()
 	got, err := pipeLimit(ctx, cfg, dataTopic, parts, records)
