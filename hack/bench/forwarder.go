@@ -75,13 +75,23 @@ func runForwarderChild(args []string, forward func(context.Context, *config.Conf
 	if err := run.Parse(args[1:]); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*cfgPath)
+	ctx, stop, cfg, err := loadChildConfig(*cfgPath)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return forward(ctx, cfg)
+}
+
+// loadChildConfig loads the MirrorConfig at path for a child mode of the benchmark (a
+// forwarder, a limit measurement) and returns a context that ends on SIGTERM, which
+// stops the child as it stops the engine, or on an interrupt. stop releases it.
+func loadChildConfig(path string) (ctx context.Context, stop context.CancelFunc, cfg *config.Config, err error) {
+	if cfg, err = config.Load(path); err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, stop = signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	return ctx, stop, cfg, nil
 }
 
 // forward is the forwarder's loop: cfg names the source, the target, the group and the
