@@ -51,8 +51,9 @@ type KafkaMirrorReconciler struct {
 // Least privilege: server-side apply needs create and patch (no update); the status is
 // only patched; finalizers/update lets owner references block owner deletion. Secrets
 // are only read by name (get, never list or watch), through a ClusterRole of their own,
-// kafka-mirror-secret-reader, so an install can bind it in the namespaces that hold
-// KafkaMirrors only (the chart's rbac.secretNamespaces). TestLeaderElection and
+// kafka-mirror-secret-reader (secretReaderRole), which installs bind per namespace: by
+// default only in the operator's own (the chart adds rbac.secretNamespaces). A
+// KafkaMirror elsewhere is told so (SecretForbidden). TestLeaderElection and
 // TestSecretsWithGetOnly run the manager with exactly these rules.
 //
 // +kubebuilder:rbac:groups=kafkamirror.io,resources=kafkamirrors,verbs=get;list;watch

@@ -133,13 +133,30 @@ func (f secretFiles) hash() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// missingSecretError says a referenced Secret or key does not exist (yet), or that the
-// operator may not read it. It is not a spec error: the user may create the Secret
-// after the KafkaMirror, and an administrator may grant the operator `get` on Secrets
-// in the namespace (secretPoller notices either).
+// missingSecretError says a referenced Secret or key does not exist (yet). It is not a
+// spec error: the user may create the Secret after the KafkaMirror (secretPoller notices).
 type missingSecretError struct{ msg string }
 
 func (e *missingSecretError) Error() string { return e.msg }
+
+// secretReaderRole is the ClusterRole of config/rbac/role.yaml that grants `get` on
+// Secrets (the +kubebuilder:rbac marker's roleName), named in the fix a message offers.
+const secretReaderRole = "kafka-mirror-secret-reader"
+
+// forbiddenSecretError says RBAC does not let the operator get a referenced Secret in the
+// KafkaMirror's namespace (the API server answered 403). Only an administrator can fix
+// it, by granting the Secret reader there; secretPoller notices the grant (the Secret's
+// state goes from forbidden to a version), so it is not retried with backoff. It names
+// the field, the Secret and the namespace, never anything read from the Secret, and not
+// the API server's message (which names the operator's service account).
+type forbiddenSecretError struct {
+	field, secret, namespace string
+}
+
+func (e *forbiddenSecretError) Error() string {
+	return fmt.Sprintf("the operator may not read Secret %q in namespace %q (used by %s): add namespace %q to the chart value rbac.secretNamespaces "+
+		"(kustomize: a RoleBinding there to the ClusterRole %s)", e.secret, e.namespace, e.field, e.namespace, secretReaderRole)
+}
 
 // readSecretFiles reads the referenced Secret keys through r, an uncached reader, by
 // name (RBAC `get` only): the operator neither lists nor watches Secrets and holds no
@@ -156,10 +173,7 @@ func readSecretFiles(ctx context.Context, r client.Reader, m *v1alpha1.KafkaMirr
 				case apierrors.IsNotFound(err):
 					return nil, &missingSecretError{fmt.Sprintf("Secret %q (used by %s) does not exist", v.secret, v.field)}
 				case apierrors.IsForbidden(err):
-					// The API server's message names the operator's service account; this
-					// one says what to do.
-					return nil, &missingSecretError{fmt.Sprintf("the operator may not read Secret %q (used by %s): it needs get on Secrets in namespace %q "+
-						"(the Helm chart's rbac.secretNamespaces)", v.secret, v.field, m.Namespace)}
+					return nil, &forbiddenSecretError{field: v.field, secret: v.secret, namespace: m.Namespace}
 				}
 				return nil, fmt.Errorf("while reading Secret %q: %w", v.secret, err)
 			}

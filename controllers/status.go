@@ -141,7 +141,10 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 
 func topicsCondition(obs *observation) (metav1.ConditionStatus, string, string) {
 	var missing *missingSecretError
+	var forbidden *forbiddenSecretError
 	switch {
+	case errors.As(obs.secretErr, &forbidden):
+		return metav1.ConditionFalse, v1alpha1.ReasonSecretForbidden, forbidden.Error()
 	case errors.As(obs.secretErr, &missing):
 		return metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound, missing.Error()
 	case obs.secretErr != nil:
@@ -215,8 +218,8 @@ func readyCondition(m *v1alpha1.KafkaMirror, obs *observation, topicsSynced bool
 		return metav1.ConditionFalse, v1alpha1.ReasonPaused, "spec.paused is true: the mirror is scaled to 0 (each pod drained and committed before it stopped)"
 	case want == 0:
 		return metav1.ConditionFalse, v1alpha1.ReasonScaledToZero, "spec.replicas is 0: nothing is mirrored"
-	case topicsReason == v1alpha1.ReasonSecretNotFound:
-		return metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound, topicsMsg
+	case topicsReason == v1alpha1.ReasonSecretNotFound, topicsReason == v1alpha1.ReasonSecretForbidden:
+		return metav1.ConditionFalse, topicsReason, topicsMsg
 	case obs.childErr != nil:
 		return metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotReady, obs.childErr.Error()
 	case !topicsSynced:
@@ -239,6 +242,8 @@ func progressing(m *v1alpha1.KafkaMirror, obs *observation) string {
 	switch {
 	case obs.childErr != nil:
 		return "writing the mirror's objects failed: " + obs.childErr.Error()
+	case errors.As(obs.secretErr, new(*forbiddenSecretError)):
+		return "waiting until the operator may read a referenced Secret"
 	case obs.secretErr != nil:
 		return "waiting for a referenced Secret"
 	case obs.topicsRan && obs.topics.err != nil:
@@ -291,6 +296,7 @@ var warningReasons = map[string]bool{
 	v1alpha1.ReasonConsumerGroupInUse:        true,
 	v1alpha1.ReasonAutoscalerConflict:        true,
 	v1alpha1.ReasonSecretNotFound:            true,
+	v1alpha1.ReasonSecretForbidden:           true,
 	v1alpha1.ReasonSourceUnreachable:         true,
 	v1alpha1.ReasonTargetUnreachable:         true,
 	v1alpha1.ReasonTopicSyncFailed:           true,

@@ -84,6 +84,14 @@ func TestComputeStatus(t *testing.T) {
 			want:    want{"False/SecretNotFound", "False/SecretNotFound", "True/Progressing", "False/Reconciled"},
 			message: `Secret "x" does not exist`,
 		},
+		"secret forbidden by RBAC": {
+			mirror: newMirror(),
+			obs: observation{secretErr: &forbiddenSecretError{field: "spec.target.tls.caSecretRefs[1]", secret: "ca", namespace: "team-c"},
+				deployment: readyDeployment(1)},
+			want: want{"False/SecretForbidden", "False/SecretForbidden", "True/Progressing", "False/Reconciled"},
+			message: `the operator may not read Secret "ca" in namespace "team-c" (used by spec.target.tls.caSecretRefs[1]): ` +
+				`add namespace "team-c" to the chart value rbac.secretNamespaces (kustomize: a RoleBinding there to the ClusterRole kafka-mirror-secret-reader)`,
+		},
 		"a topic failed": {
 			mirror: newMirror(),
 			obs: observation{topics: syncedTopics(inSync, topics.TopicState{Source: "b", Target: "b", Action: topics.ActionFailed, Err: errors.New("policy violation")}),

@@ -202,7 +202,13 @@ func (r *KafkaMirrorReconciler) diagnosePodsStep(ctx context.Context, s *reconci
 // pods are not ready: pods are not watched, and a crash loop or a stuck rollout
 // changes no object the operator watches.
 func (r *KafkaMirrorReconciler) scheduleNext(_ context.Context, s *reconcileScope) (stepResult, error) {
-	if err := errors.Join(s.obs.secretErr, s.obs.topics.err); err != nil {
+	secretErr := s.obs.secretErr
+	var forbidden *forbiddenSecretError
+	if errors.As(secretErr, &forbidden) {
+		// Not transient: only an RBAC grant fixes it, and secretPoller notices that.
+		secretErr = nil
+	}
+	if err := errors.Join(secretErr, s.obs.topics.err); err != nil {
 		return stopWith(ctrl.Result{}), err
 	}
 	next := s.next

@@ -128,9 +128,13 @@ const (
 	// reached or refused the credentials.
 	ReasonTargetUnreachable = "TargetUnreachable"
 	// ReasonSecretNotFound (TopicsSynced=False, Ready=False): a referenced Secret or
-	// Secret key does not exist yet, or the operator may not read it; the mirror is
-	// retried when it appears or becomes readable.
+	// Secret key does not exist yet; the mirror is retried when it appears.
 	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretForbidden (TopicsSynced=False, Ready=False): RBAC does not let the
+	// operator read a referenced Secret in the KafkaMirror's namespace; the message names
+	// the field, the Secret and the namespace to add to the chart's rbac.secretNamespaces.
+	// The mirror is retried within one Secret poll once the operator may read it.
+	ReasonSecretForbidden = "SecretForbidden"
 
 	// ReasonProgressing (Reconciling=True): the operator is applying a change.
 	ReasonProgressing = "Progressing"

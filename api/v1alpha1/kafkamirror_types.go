@@ -603,10 +603,12 @@ type AWSSpec struct {
 
 // SecretKeyReference names one key of a Secret in the KafkaMirror's namespace.
 type SecretKeyReference struct {
-	// name is the Secret's name.
+	// name is the Secret's name, in the KafkaMirror's own namespace (a reference cannot
+	// name another namespace).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 
 	// key is the key within the Secret. Default: password for a SASL password, ca.crt
@@ -619,10 +621,12 @@ type SecretKeyReference struct {
 
 // CertSecretReference names a Secret holding a PEM client certificate and its key.
 type CertSecretReference struct {
-	// name is the Secret's name.
+	// name is the Secret's name, in the KafkaMirror's own namespace (a reference cannot
+	// name another namespace).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 
 	// certKey is the key holding the PEM certificate (chain). Default tls.crt.

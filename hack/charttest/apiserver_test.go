@@ -96,13 +96,17 @@ func TestInstallOnAPIServer(t *testing.T) {
 	})
 
 	rules := declaredRules(t)
-	t.Run("chart RBAC grants every rule the controller declares, cluster-wide", func(t *testing.T) {
+	managerRules := roleRules(t, generatedRoles(t)[managerRoleName])
+	t.Run("chart RBAC grants every rule the controller declares, cluster-wide, and Secrets in its namespace only", func(t *testing.T) {
+		createNamespaces(t, c, "team-b")
 		applyAll(t, c, renderChart(t, release, releaseNamespace))
 		sa := serviceAccountUser(releaseNamespace, fullname)
-		waitForRBAC(ctx, t, c, sa, "", rules[0])
+		waitForRBAC(ctx, t, c, sa, "", managerRules[0])
 		for _, namespace := range []string{"", "team-b"} {
-			checkAccess(ctx, t, c, sa, namespace, rules)
+			checkAccess(ctx, t, c, sa, namespace, managerRules)
 		}
+		// Least privilege by default: no Secret of another namespace, by any verb.
+		checkSecretAccess(ctx, t, c, cfg, sa, []string{releaseNamespace, "team-b", ""}, releaseNamespace)
 		checkLeaderElection(ctx, t, c, sa, releaseNamespace)
 		checkMetricsAuth(ctx, t, c, sa)
 		if nonResourceAllowed(ctx, t, c, sa, "/metrics", "get") {
@@ -110,8 +114,9 @@ func TestInstallOnAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("the operator runs as the chart's ServiceAccount, cluster-wide", func(t *testing.T) {
-		createNamespaces(t, c, "team-b")
-		runControllerAs(t, cfg, c, serviceAccountUser(releaseNamespace, fullname), nil, "team-b")
+		// The mirror and its Secret in the release namespace: the one the default values
+		// let the operator read Secrets in (the other runs below use mirrors elsewhere).
+		runControllerAs(t, cfg, c, serviceAccountUser(releaseNamespace, fullname), nil, releaseNamespace)
 	})
 	t.Run("namespaced chart RBAC grants the rules in the watched namespaces only", func(t *testing.T) {
 		createNamespaces(t, c, "ops-ns", "team-c", "team-d")
@@ -139,6 +144,14 @@ func TestInstallOnAPIServer(t *testing.T) {
 	t.Run("chart with rbac.secretNamespaces: Secrets by name there only, never listed or watched", func(t *testing.T) {
 		checkSecretNamespaces(ctx, t, cfg, c)
 	})
+	t.Run(`chart with rbac.secretNamespaces=["*"]: Secrets by name in every namespace, never listed or watched`, func(t *testing.T) {
+		createNamespaces(t, c, "ops-all", "team-g")
+		applyAll(t, c, renderChart(t, "all", "ops-all", "rbac.secretNamespaces={*}", "crds.enabled=false",
+			"rbac.aggregatedRoles.enabled=false"))
+		sa := serviceAccountUser("ops-all", "all-kafka-mirror-operator")
+		waitForRBAC(ctx, t, c, sa, "", rbacRule{resource: "secrets", verbs: []string{"get"}})
+		checkSecretAccess(ctx, t, c, cfg, sa, []string{"team-g", "ops-all", ""}, "team-g", "ops-all", "")
+	})
 	t.Run("the metrics-reader role lets a scraper get /metrics", func(t *testing.T) {
 		checkMetricsReader(ctx, t, c)
 	})
@@ -158,35 +171,54 @@ func checkSecretNamespaces(ctx context.Context, t *testing.T, cfg *rest.Config, 
 		"rbac.aggregatedRoles.enabled=false"))
 	sa := serviceAccountUser("ops-e", "team-e-kafka-mirror-operator")
 	waitForRBAC(ctx, t, c, sa, "team-e", rbacRule{resource: "secrets", verbs: []string{"get"}})
-	for _, namespace := range []string{"team-e", "team-f", "ops-e", ""} {
+	// The release namespace is always readable; team-f, which no value names, is not.
+	checkSecretAccess(ctx, t, c, cfg, sa, []string{"team-e", "team-f", "ops-e", ""}, "team-e", "ops-e")
+	runControllerAs(t, cfg, c, sa, nil, "team-e")
+}
+
+// checkSecretAccess proves that user may get Secrets by name in the readable namespaces
+// ("" is every namespace) and do nothing else with Secrets in any of namespaces: through
+// SubjectAccessReviews for every verb, and through the API as the operator's own client
+// would ask, impersonating user, for a Secret created in each named namespace.
+func checkSecretAccess(ctx context.Context, t *testing.T, c client.Client, cfg *rest.Config, user serviceAccount, namespaces []string, readable ...string) {
+	t.Helper()
+	for _, namespace := range namespaces {
 		for _, verb := range allVerbs {
-			want := namespace == "team-e" && verb == "get"
-			if got := allowed(ctx, t, c, sa, namespace, "", "secrets", verb); got != want {
-				t.Errorf("%s may %s secrets in %q: %v, want %v", sa.name, verb, namespace, got, want)
+			want := verb == "get" && (slices.Contains(readable, namespace) || slices.Contains(readable, ""))
+			if got := allowed(ctx, t, c, user, namespace, "", "secrets", verb); got != want {
+				t.Errorf("%s may %s secrets in %q: %v, want %v", user.name, verb, namespace, got, want)
 			}
 		}
 	}
-	// The same through the API, as the operator's own client would ask.
-	dbRoot := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-f", Name: "db-root"}, Data: map[string][]byte{"password": []byte("not-for-the-operator")}}
-	if err := c.Create(ctx, dbRoot); err != nil {
-		t.Fatal(err)
-	}
 	asOperator := rest.CopyConfig(cfg)
-	asOperator.Impersonate = rest.ImpersonationConfig{UserName: sa.name,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.namespace, "system:authenticated"}}
+	asOperator.Impersonate = rest.ImpersonationConfig{UserName: user.name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + user.namespace, "system:authenticated"}}
 	as, err := client.New(asOperator, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := as.Get(ctx, client.ObjectKeyFromObject(dbRoot), &corev1.Secret{}); !apierrors.IsForbidden(err) {
-		t.Errorf("the operator's ServiceAccount reading Secret team-f/db-root: %v, want forbidden", err)
+	for _, namespace := range namespaces {
+		if namespace == "" {
+			continue
+		}
+		// A Secret no KafkaMirror references, such as another team's database password.
+		dbRoot := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "db-root"}, Data: map[string][]byte{"password": []byte("not-for-the-operator")}}
+		if err := c.Create(ctx, dbRoot); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		err := as.Get(ctx, client.ObjectKeyFromObject(dbRoot), &corev1.Secret{})
+		switch want := slices.Contains(readable, namespace) || slices.Contains(readable, ""); {
+		case want && err != nil:
+			t.Errorf("the operator's ServiceAccount reading Secret %s/db-root: %v, want it read", namespace, err)
+		case !want && !apierrors.IsForbidden(err):
+			t.Errorf("the operator's ServiceAccount reading Secret %s/db-root: %v, want forbidden", namespace, err)
+		}
 	}
-	for _, namespace := range []string{"team-e", ""} {
+	for _, namespace := range namespaces {
 		if err := as.List(ctx, &corev1.SecretList{}, client.InNamespace(namespace)); !apierrors.IsForbidden(err) {
 			t.Errorf("the operator's ServiceAccount listing Secrets in %q: %v, want forbidden", namespace, err)
 		}
 	}
-	runControllerAs(t, cfg, c, sa, nil, "team-e")
 }
 
 // startAPIServer starts kube-apiserver and etcd from $KUBEBUILDER_ASSETS.

@@ -84,8 +84,8 @@ func TestChartDefaults(t *testing.T) {
 		"ClusterRole/" + fullname + "-metrics-auth",
 		"ClusterRoleBinding/" + fullname + "-metrics-auth",
 		"ClusterRole/" + fullname + "-metrics-reader",
-		"ClusterRole/" + fullname + "-secret-reader",
-		"ClusterRoleBinding/" + fullname + "-secret-reader",
+		"Role/" + fullname + "-secret-reader",
+		"RoleBinding/" + fullname + "-secret-reader",
 		"Role/" + fullname + "-leader-election",
 		"RoleBinding/" + fullname + "-leader-election",
 		"Service/" + fullname + "-metrics",
@@ -175,6 +175,11 @@ func TestChartDefaults(t *testing.T) {
 	if limits, _ := res["limits"].(map[string]any); limits["memory"] == nil {
 		t.Errorf("resources = %v, want a memory limit", res)
 	}
+
+	// Least privilege by default: Secrets only in the operator's own namespace, and no
+	// ClusterRole of the chart grants anything on Secrets.
+	checkSecretReader(t, objs, releaseNamespace)
+	checkNoClusterRoleGrantsSecrets(t, objs)
 
 	binding := one(t, objs, "ClusterRoleBinding", fullname+"-manager")
 	wantSubjects := []any{map[string]any{"kind": "ServiceAccount", "name": fullname, "namespace": releaseNamespace}}
@@ -294,24 +299,53 @@ func TestChartValues(t *testing.T) {
 				}
 			},
 		},
-		"watchNamespace grants Secret get in those namespaces only": {
+		"watchNamespace grants Secret get in those namespaces and the release's only": {
 			set: []string{`watchNamespace=team-a\,team-b`},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
-				checkSecretReader(t, objs, "team-a", "team-b")
+				checkSecretReader(t, objs, releaseNamespace, "team-a", "team-b")
 			},
 		},
-		"rbac.secretNamespaces grants Secret get in those namespaces only": {
+		"rbac.secretNamespaces grants Secret get in those namespaces and the release's only": {
 			set: []string{"rbac.secretNamespaces={team-e,team-f}"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
-				checkSecretReader(t, objs, "team-e", "team-f")
+				checkSecretReader(t, objs, releaseNamespace, "team-e", "team-f")
+				checkNoClusterRoleGrantsSecrets(t, objs)
 				// The other rules stay cluster-wide: the operator serves every namespace.
 				one(t, objs, "ClusterRoleBinding", fullname+"-manager")
+			},
+		},
+		"rbac.secretNamespaces naming the release namespace: one Role there": {
+			set: []string{"rbac.secretNamespaces={team-e," + releaseNamespace + "}"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				checkSecretReader(t, objs, releaseNamespace, "team-e")
 			},
 		},
 		"rbac.secretNamespaces wins over watchNamespace": {
 			set: []string{`watchNamespace=team-a\,team-b`, "rbac.secretNamespaces={team-b}"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
-				checkSecretReader(t, objs, "team-b")
+				checkSecretReader(t, objs, releaseNamespace, "team-b")
+			},
+		},
+		`rbac.secretNamespaces=["*"] opts in to Secret get in every namespace`: {
+			set: []string{`rbac.secretNamespaces={*}`},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				role := one(t, objs, "ClusterRole", fullname+"-secret-reader")
+				want := []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"secrets"}, "verbs": []any{"get"}}}
+				if rules := field(t, role, "rules"); !reflect.DeepEqual(rules, want) {
+					t.Errorf("Secret reader ClusterRole rules %v, want only %v", rules, want)
+				}
+				binding := one(t, objs, "ClusterRoleBinding", fullname+"-secret-reader")
+				wantSubjects := []any{map[string]any{"kind": "ServiceAccount", "name": fullname, "namespace": releaseNamespace}}
+				if got := field(t, binding, "subjects"); !reflect.DeepEqual(got, wantSubjects) {
+					t.Errorf("Secret reader ClusterRoleBinding subjects = %v, want %v", got, wantSubjects)
+				}
+				for _, kind := range []string{"Role", "RoleBinding"} {
+					for _, o := range find(objs, kind) {
+						if o.GetName() == fullname+"-secret-reader" {
+							t.Errorf("%s %s/%s rendered besides the cluster-wide Secret reader", kind, o.GetNamespace(), o.GetName())
+						}
+					}
+				}
 			},
 		},
 		"crds.keep=false lets helm uninstall delete the CRD": {
@@ -462,6 +496,16 @@ func selects(selector map[string]any, labels map[string]string) bool {
 	return len(selector) > 0
 }
 
+// TestChartRefusesMixedSecretNamespaces: "*" (every namespace) together with namespace
+// names is a mistake whichever was meant; the install fails and says why.
+func TestChartRefusesMixedSecretNamespaces(t *testing.T) {
+	_, err := runHelm(t, "template", release, chartPath, "--namespace", releaseNamespace, "--set", "rbac.secretNamespaces={team-a,*}")
+	want := `rbac.secretNamespaces: "*" (Secrets in every namespace) cannot be combined with namespace names`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("helm template with rbac.secretNamespaces={team-a,*}: %v, want an error containing %q", err, want)
+	}
+}
+
 // TestChartSchemaRejectsBadValues checks that values.schema.json turns typos and wrong types
 // into an install error that names the value, instead of a silently ignored setting.
 func TestChartSchemaRejectsBadValues(t *testing.T) {
@@ -554,9 +598,11 @@ func TestChartMatchesConfig(t *testing.T) {
 			want     *unstructured.Unstructured // nil: the one object in file
 			rendered *unstructured.Unstructured
 		}{
-			"manager ClusterRole":  {rolePath, generated[managerRoleName], one(t, objs, "ClusterRole", fullname+"-manager")},
-			"namespaced manager":   {rolePath, generated[managerRoleName], one(t, namespaced, "Role", fullname+"-manager")},
-			"Secret reader":        {rolePath, generated[secretReaderRoleName], one(t, objs, "ClusterRole", fullname+"-secret-reader")},
+			"manager ClusterRole": {rolePath, generated[managerRoleName], one(t, objs, "ClusterRole", fullname+"-manager")},
+			"namespaced manager":  {rolePath, generated[managerRoleName], one(t, namespaced, "Role", fullname+"-manager")},
+			"Secret reader":       {rolePath, generated[secretReaderRoleName], one(t, objs, "Role", fullname+"-secret-reader")},
+			"cluster-wide Secret reader": {rolePath, generated[secretReaderRoleName],
+				one(t, renderChart(t, release, releaseNamespace, "rbac.secretNamespaces={*}"), "ClusterRole", fullname+"-secret-reader")},
 			"leader-election Role": {filepath.Join(rbacDir, "leader_election_role.yaml"), nil, one(t, objs, "Role", fullname+"-leader-election")},
 			"kafkamirror-view":     {filepath.Join(rbacDir, "kafkamirror_viewer_role.yaml"), nil, one(t, objs, "ClusterRole", "kafkamirror-view")},
 			"kafkamirror-edit":     {filepath.Join(rbacDir, "kafkamirror_editor_role.yaml"), nil, one(t, objs, "ClusterRole", "kafkamirror-edit")},
@@ -572,6 +618,45 @@ func TestChartMatchesConfig(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestKustomizeSecretsInOwnNamespace: config/default, like the chart's defaults, lets the
+// operator get Secrets in its own namespace only (a RoleBinding to the generated
+// kafka-mirror-secret-reader ClusterRole), and no ClusterRoleBinding grants Secrets.
+func TestKustomizeSecretsInOwnNamespace(t *testing.T) {
+	objs := kustomizeBuild(t, filepath.Join(repoRoot(t), "config", "default"))
+	const namespace = "kafka-mirror-system"
+	secretRoles := map[string]bool{}
+	for _, role := range find(objs, "ClusterRole") {
+		rules, _ := role.Object["rules"].([]any)
+		for _, r := range rules {
+			resources, _ := r.(map[string]any)["resources"].([]any)
+			if slices.Contains(resources, any("secrets")) || slices.Contains(resources, any("*")) {
+				secretRoles[role.GetName()] = true
+			}
+		}
+	}
+	if len(secretRoles) != 1 || !secretRoles["kafka-mirror-secret-reader"] {
+		t.Errorf("ClusterRoles granting Secrets: %v, want only the generated kafka-mirror-secret-reader", secretRoles)
+	}
+	for _, crb := range find(objs, "ClusterRoleBinding") {
+		if name := field(t, crb, "roleRef", "name").(string); secretRoles[name] {
+			t.Errorf("ClusterRoleBinding %s binds %s cluster-wide: Secrets must be granted per namespace", crb.GetName(), name)
+		}
+	}
+	var bound []string
+	for _, rb := range find(objs, "RoleBinding") {
+		if name := field(t, rb, "roleRef", "name").(string); secretRoles[name] {
+			bound = append(bound, rb.GetNamespace())
+			subjects := field(t, rb, "subjects").([]any)
+			if len(subjects) != 1 || subjects[0].(map[string]any)["namespace"] != namespace {
+				t.Errorf("RoleBinding %s/%s binds %v, want the operator's ServiceAccount in %s", rb.GetNamespace(), rb.GetName(), subjects, namespace)
+			}
+		}
+	}
+	if !slices.Equal(bound, []string{namespace}) {
+		t.Errorf("the Secret reader is bound by RoleBindings in %v, want in %s only", bound, namespace)
+	}
 }
 
 // configPath is a path under config/, or the override hack/sync-chart.sh also honours
@@ -596,6 +681,27 @@ func readObject(t *testing.T, path string) *unstructured.Unstructured {
 		t.Fatalf("%s: want one object, got %d (%v)", path, len(objs), err)
 	}
 	return objs[0]
+}
+
+// checkNoClusterRoleGrantsSecrets asserts that no ClusterRole in objs grants anything on
+// Secrets (by resource name or a wildcard): Secret access is namespaced unless opted in.
+func checkNoClusterRoleGrantsSecrets(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, role := range find(objs, "ClusterRole") {
+		rules, _ := role.Object["rules"].([]any)
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			groups, _ := rule["apiGroups"].([]any)
+			resources, _ := rule["resources"].([]any)
+			if (slices.Contains(groups, any("")) || slices.Contains(groups, any("*"))) &&
+				(slices.Contains(resources, any("secrets")) || slices.Contains(resources, any("*"))) {
+				t.Errorf("ClusterRole %s has the rule %v: Secrets must be granted per namespace by default", role.GetName(), rule)
+			}
+		}
+		if _, ok := role.Object["aggregationRule"]; ok {
+			t.Errorf("ClusterRole %s aggregates other roles; it could collect a Secret rule", role.GetName())
+		}
+	}
 }
 
 // checkSecretReader asserts that objs grant the operator `get` on Secrets through a Role

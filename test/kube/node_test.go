@@ -417,8 +417,11 @@ func TestOnANode(t *testing.T) {
 
 	t.Run("helm install", func(t *testing.T) {
 		start := time.Now()
+		// The mirrors live in namespace, outside the release namespace: the operator may read
+		// their Secrets only when it is listed (least privilege by default).
 		run(t, "", e.helm, "install", release, chart, "-n", operatorNamespace, "--create-namespace",
 			"--set", "image.repository="+repo, "--set-string", "image.tag="+tag, "--set", "image.pullPolicy=Never",
+			"--set", "rbac.secretNamespaces={"+namespace+"}",
 			"--wait", "--timeout", installTimeout.String())
 		t.Logf("helm install --wait returned after %s", time.Since(start).Round(100*time.Millisecond))
 		out := e.kc(t, "get", "pods", "-n", operatorNamespace, "-o",

@@ -86,3 +86,23 @@ in exponent form.
 {{- int64 $tag | toString -}}
 {{- end -}}
 {{- end }}
+
+{{/*
+The namespaces where the operator may get Secrets, comma-separated: "*" for every namespace
+(rbac.secretNamespaces: ["*"], the opt-in), else the release namespace followed by
+rbac.secretNamespaces, or by watchNamespace's namespaces when that list is empty.
+*/}}
+{{- define "kafka-mirror-operator.secretNamespaces" -}}
+{{- $namespaces := .Values.rbac.secretNamespaces }}
+{{- if has "*" $namespaces }}
+{{- if gt (len $namespaces) 1 }}
+{{- fail "rbac.secretNamespaces: \"*\" (Secrets in every namespace) cannot be combined with namespace names; list the namespaces, or set [\"*\"] alone" }}
+{{- end }}
+{{- "*" }}
+{{- else }}
+{{- if and (not $namespaces) .Values.watchNamespace }}
+{{- $namespaces = splitList "," .Values.watchNamespace }}
+{{- end }}
+{{- prepend $namespaces .Release.Namespace | uniq | join "," }}
+{{- end }}
+{{- end }}
