@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -220,4 +221,99 @@ func countTargetAs(t *testing.T, client *kgo.Client, topic string, want int, tim
 		})
 	}
 	return len(seen)
+}
+
+// TestSourceGroupHiddenByACLs: groups.include names a group the source's ACLs hide from
+// the mirror's principal (no Describe on it): Kafka leaves it out of ListGroups, so it
+// looks like a group that does not exist and would silently never be translated. The
+// engine asks for the named group, is refused GROUP_AUTHORIZATION_FAILED, and says so
+// once, naming the principal, DESCRIBE and the group. Once Describe is granted, the
+// group's offset is translated to the target without a restart.
+func TestSourceGroupHiddenByACLs(t *testing.T) {
+	const partitions, n, app = 2, 100, "app.orders"
+	group := "mirror-test"
+	src := aclSource(t, partitions,
+		kfake.ACL{Resource: kmsg.ACLResourceTypeGroup, Name: group, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationRead, Allow: true},
+		kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: testTopic, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationRead, Allow: true})
+	tgt, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tgt.Close)
+	admin := aclAdminClient(t, src)
+	w := newWorkload(partitions)
+	var recs []*kgo.Record
+	for p := int32(0); p < partitions; p++ {
+		for i := range n {
+			recs = append(recs, w.record(p, i))
+		}
+		w.next[p] = n
+	}
+	if err := admin.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The application read 40 records of partition 0 and committed.
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = app, -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = testTopic
+	// OffsetCommit v10 names the topic by its ID.
+	topicsMeta, err := kadm.NewClient(admin).ListTopics(t.Context(), testTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct.TopicID = topicsMeta[testTopic].ID
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset = 0, 40
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	cresp, err := commit.RequestWith(t.Context(), admin)
+	if err == nil {
+		err = kerr.ErrorForCode(cresp.Topics[0].Partitions[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("committing the application group: %v", err)
+	}
+
+	c := &testClusters{source: src, target: tgt}
+	cfg := c.testConfig(t, func(cfg *config.Config) {
+		cfg.ConsumerGroup = group
+		cfg.Groups = &config.Groups{Include: []string{`app\.orders`}, SyncInterval: config.Duration{Duration: 200 * time.Millisecond}}
+		aclMirrorSASL(t, cfg)
+	})
+	logs, log := newLogLines(t)
+	r := startEngine(t, cfg, log)
+	testutil.WaitFor(t, 30*time.Second, "a log line naming the hidden group", func() bool {
+		return logs.count("Source consumer group hidden by the source's ACLs", `DESCRIBE GROUP`, app, "User:mirror") > 0
+	})
+	readTarget(t, tgt, testTopic, w.total(), time.Second, time.Minute)
+	if n := logs.count("Source consumer group hidden by the source's ACLs"); n != 1 {
+		t.Errorf("%d log lines name the hidden group, want 1 (once, not every round)", n)
+	}
+
+	grant := kmsg.NewCreateACLsRequestCreation()
+	grant.ResourceType, grant.ResourceName, grant.ResourcePatternType = kmsg.ACLResourceTypeGroup, app, kmsg.ACLResourcePatternTypeLiteral
+	grant.Principal, grant.Host = "User:"+aclMirror, "*"
+	grant.Operation, grant.PermissionType = kmsg.ACLOperationDescribe, kmsg.ACLPermissionTypeAllow
+	req := kmsg.NewPtrCreateACLsRequest()
+	req.Creations = append(req.Creations, grant)
+	resp, err := req.RequestWith(t.Context(), admin)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Results[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("granting Describe: %v", err)
+	}
+	tadmin := targetAdmin(t, c)
+	testutil.WaitFor(t, 30*time.Second, "the group translated on the target", func() bool {
+		resp, err := tadmin.ListConsumerGroupOffsets(app, map[string][]int32{testTopic: {0}})
+		if err != nil {
+			return false
+		}
+		b := resp.GetBlock(testTopic, 0)
+		return b != nil && b.Offset == 40
+	})
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -355,6 +355,11 @@ type groupCheckpointer struct {
 
 	mu    sync.Mutex
 	stats map[string]GroupStats
+
+	// hiddenAsked holds the plain-name includes already asked for by name; noneSaid
+	// that the empty selection was reported (checkHidden).
+	hiddenAsked map[string]bool
+	noneSaid    bool
 }
 
 // GroupStats is the state of one source group's checkpoints.
@@ -490,6 +495,7 @@ func (c *groupCheckpointer) round(ctx context.Context) {
 		c.log.Error(err, "Failed to list the source consumer groups; retrying next round")
 		return
 	}
+	c.checkHidden(names)
 	for _, g := range names {
 		if ctx.Err() != nil {
 			return
