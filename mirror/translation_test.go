@@ -235,7 +235,8 @@ func TestTranslationAfterASlowDrainSkipsNothing(t *testing.T) {
 // and translated to the safe side, no longer exact, although every sync that made it
 // exact was on the target. The syncs around the positions of the groups being
 // translated are kept: a fresh translation (`offsets translate`, a restarted engine's
-// checkpointer, which reads every group's offsets before the syncs) stays exact.
+// checkpointer and a failover's final checkpoint, which read every group's offsets
+// before the syncs) stays exact.
 func TestIdleGroupTranslationStaysExactPastTheSyncBound(t *testing.T) {
 	c := newClusters(t, 1)
 	cfg := c.testConfig(t, func(cfg *config.Config) {
@@ -323,6 +324,27 @@ func TestIdleGroupTranslationStaysExactPastTheSyncBound(t *testing.T) {
 			if got[0] != 2*o {
 				t.Errorf("%s at source offset %d: the checkpointer committed %d on the target, want %d", g, o, got[0], 2*o)
 			}
+		}
+	})
+	// Last: the failover commits its translations to the target groups too.
+	t.Run("immediate failover", func(t *testing.T) {
+		report, err := Failover(context.Background(), cfg, FailoverOptions{Mode: FailoverImmediate, Timeout: 30 * time.Second}, WithLogger(testLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := 0
+		for _, g := range report.Groups {
+			for _, gp := range g.Partitions {
+				if o, ok := positions[g.Group]; ok {
+					found++
+					if gp.TargetOffset != 2*o || !gp.Exact {
+						t.Errorf("%s at source offset %d: the failover translated %d (exact %v), want %d, exact", g.Group, o, gp.TargetOffset, gp.Exact, 2*o)
+					}
+				}
+			}
+		}
+		if found != len(positions) {
+			t.Fatalf("the failover report names %d of the %d groups' partitions: %+v", found, len(positions), report.Groups)
 		}
 	})
 }
