@@ -347,4 +347,30 @@ func TestIdleGroupTranslationStaysExactPastTheSyncBound(t *testing.T) {
 			t.Fatalf("the failover report names %d of the %d groups' partitions: %+v", found, len(positions), report.Groups)
 		}
 	})
+	// Without the source, from the checkpoints committed above (their metadata names the
+	// source offsets).
+	t.Run("immediate failover without the source", func(t *testing.T) {
+		c.source.Close()
+		report, err := Failover(context.Background(), cfg, FailoverOptions{Mode: FailoverImmediate, Timeout: 5 * time.Second}, WithLogger(testLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if report.SourceReachable {
+			t.Fatal("the failover reached the closed source")
+		}
+		found := 0
+		for _, g := range report.Groups {
+			for _, gp := range g.Partitions {
+				if o, ok := positions[g.Group]; ok {
+					found++
+					if gp.TargetOffset != 2*o || !gp.Exact {
+						t.Errorf("%s at source offset %d: the failover translated %d (exact %v), want %d, exact", g.Group, o, gp.TargetOffset, gp.Exact, 2*o)
+					}
+				}
+			}
+		}
+		if found != len(positions) {
+			t.Fatalf("the failover report names %d of the %d groups' partitions: %+v", found, len(positions), report.Groups)
+		}
+	})
 }
