@@ -223,6 +223,90 @@ func countTargetAs(t *testing.T, client *kgo.Client, topic string, want int, tim
 	return len(seen)
 }
 
+// TestTransactionalIDRefused: with delivery exactlyOnce the target's principal may do
+// everything the mirror needs but Write on its transactional ids, so every session's
+// fencing (InitProducerId) is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED. The
+// engine logged "Failed to consume from the source cluster; retrying" for every stream
+// at every retry, and /readyz answered ready, its streams having joined. Now the log
+// names the real cause (the target principal, WRITE on TRANSACTIONAL_ID, the id and
+// the prefix to grant), one line per backoff for the whole engine, not per stream, and
+// Ready answers with it until the ACL is granted; then every record is mirrored without
+// a restart.
+func TestTransactionalIDRefused(t *testing.T) {
+	const partitions, n, streams = 4, 100, 3
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, testTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	var acls []kfake.ACL
+	for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationDescribe, kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate,
+		kmsg.ACLOperationAlter, kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs} {
+		acls = append(acls, kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: "*", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true})
+	}
+	acls = append(acls,
+		kfake.ACL{Resource: kmsg.ACLResourceTypeGroup, Name: "*", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationRead, Allow: true},
+		kfake.ACL{Resource: kmsg.ACLResourceTypeGroup, Name: "*", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationDescribe, Allow: true},
+		kfake.ACL{Resource: kmsg.ACLResourceTypeCluster, Name: "kafka-cluster", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationDescribeConfigs, Allow: true},
+		kfake.ACL{Resource: kmsg.ACLResourceTypeCluster, Name: "kafka-cluster", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationIdempotentWrite, Allow: true})
+	tgt := aclSource(t, partitions, acls...) // the secured cluster is the target here
+	w := newWorkload(partitions)
+	w.produce(t, src, n)
+
+	c := &testClusters{source: src, target: tgt}
+	cfg := c.exactlyOnceConfig(t, func(cfg *config.Config) {
+		aclMirrorSASL(t, cfg)
+		cfg.Target.SASL, cfg.Source.SASL = cfg.Source.SASL, nil
+		cfg.Streams = streams
+	})
+	logs, log := newLogLines(t)
+	r := startEngine(t, cfg, log)
+	cause := `target principal User:mirror is not authorized to WRITE on TRANSACTIONAL_ID \"mirror-test/orders/`
+	remedy := `grant Write on the transactional ids prefixed \"mirror-test/\"`
+	testutil.WaitFor(t, 60*time.Second, "Ready to name the refused transactional id", func() bool {
+		err := r.e.Ready()
+		return err != nil && strings.Contains(err.Error(), strings.ReplaceAll(cause, `\"`, `"`)) &&
+			strings.Contains(err.Error(), strings.ReplaceAll(remedy, `\"`, `"`))
+	})
+	testutil.WaitFor(t, 60*time.Second, "three log lines naming the refusal", func() bool {
+		return logs.count(cause, remedy) >= 3
+	})
+	if n := logs.count("Failed to consume from the source cluster"); n != 0 {
+		t.Errorf("%d lines blame consuming from the source for the target's refusal, want 0", n)
+	}
+	// One line per backoff (1 s, 2 s, 4 s, ...) for the engine: by the third, no stream
+	// repeated one of the others'. Each of the streams logging its own would be about
+	// three lines per backoff.
+	lines := logs.count(cause, remedy)
+	retries := logs.count("Was not authorized by the cluster's ACLs; retrying")
+	t.Logf("%d log lines naming the refusal", lines)
+	if lines > 4 || retries != lines {
+		t.Errorf("%d log lines name the refusal (%d of them the retry line) by the third backoff, want at most 4, all of them the retry line", lines, retries)
+	}
+
+	admin := aclAdminClient(t, tgt)
+	grant := kmsg.NewCreateACLsRequestCreation()
+	grant.ResourceType, grant.ResourceName, grant.ResourcePatternType = kmsg.ACLResourceTypeTransactionalId, cfg.ConsumerGroup+"/", kmsg.ACLResourcePatternTypePrefixed
+	grant.Principal, grant.Host = "User:"+aclMirror, "*"
+	grant.Operation, grant.PermissionType = kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow
+	req := kmsg.NewPtrCreateACLsRequest()
+	req.Creations = append(req.Creations, grant)
+	resp, err := req.RequestWith(t.Context(), admin)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Results[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("granting Write on the transactional ids: %v", err)
+	}
+	if got := countTargetAs(t, admin, testTopic, w.total(), 2*time.Minute); got != w.total() {
+		t.Errorf("the target holds %d distinct records of %d after Write was granted", got, w.total())
+	}
+	testutil.WaitFor(t, 60*time.Second, "Ready once the ids are granted", func() bool { return r.e.Ready() == nil })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSourceGroupHiddenByACLs: groups.include names a group the source's ACLs hide from
 // the mirror's principal (no Describe on it): Kafka leaves it out of ListGroups, so it
 // looks like a group that does not exist and would silently never be translated. The

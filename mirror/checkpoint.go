@@ -123,16 +123,47 @@ func newTranslator(cfg *config.Config, sel *topics.Selector, c *connections, log
 		store: newOffsetSyncStore(OffsetSyncTopic(cfg.ConsumerGroup)), log: log}
 }
 
-// translate reads the new offset syncs and translates group's committed offsets of
-// the mirrored topics. With commit, it then commits them to the target group (see
-// commit).
+// translate reads group's committed offsets and the new offset syncs, and translates
+// the offsets of the mirrored topics. With commit, it then commits them to the target
+// group (see commit).
 func (tr *translator) translate(ctx context.Context, group string, commit bool) (*GroupTranslation, error) {
-	if err := readOffsetSyncs(ctx, tr.target, tr.store, tr.log); err != nil {
+	resp, err := tr.groupOffsets(group)
+	if err != nil {
 		return nil, err
 	}
+	return tr.translateOffsets(ctx, group, resp, commit)
+}
+
+// groupOffsets reads group's committed offsets and pins those of the mirrored topics in
+// the store (pinGroup), so that the syncs read from now on keep their translations
+// exact however many follow them.
+func (tr *translator) groupOffsets(group string) (*sarama.OffsetFetchResponse, error) {
 	resp, err := listOffsets(tr.sourceAdmin, group, nil)
 	if err != nil {
 		return nil, fmt.Errorf("while reading the offsets of source group %q: %w", group, err)
+	}
+	pins := map[partitionKey]int64{}
+	if resp != nil {
+		for topic, parts := range resp.Blocks {
+			if !tr.sel.Matches(topic) {
+				continue
+			}
+			for p, b := range parts {
+				if errors.Is(b.Err, sarama.ErrNoError) && b.Offset >= 0 {
+					pins[partitionKey{topic, p}] = b.Offset
+				}
+			}
+		}
+	}
+	tr.store.pinGroup(group, pins)
+	return resp, nil
+}
+
+// translateOffsets reads the new offset syncs and translates resp, group's committed
+// offsets (groupOffsets), as translate does.
+func (tr *translator) translateOffsets(ctx context.Context, group string, resp *sarama.OffsetFetchResponse, commit bool) (*GroupTranslation, error) {
+	if err := readOffsetSyncs(ctx, tr.target, tr.store, tr.log); err != nil {
+		return nil, err
 	}
 	gt := &GroupTranslation{Group: group}
 	if resp == nil {
@@ -496,11 +527,28 @@ func (c *groupCheckpointer) round(ctx context.Context) {
 		return
 	}
 	c.checkHidden(names)
+	// Every group's offsets are read (and pinned) before any sync: the first round of
+	// an engine reads every sync the topic holds, and the syncs around a later group's
+	// position must not be thinned while an earlier group's round reads them.
+	c.tr.store.retainPins(names)
+	offsets := make(map[string]*sarama.OffsetFetchResponse, len(names))
 	for _, g := range names {
+		resp, err := c.tr.groupOffsets(g)
+		if err != nil {
+			c.log.Error(err, "Failed to checkpoint a consumer group; retrying next round", "group", g)
+			continue
+		}
+		offsets[g] = resp
+	}
+	for _, g := range names {
+		resp, ok := offsets[g]
+		if !ok {
+			continue
+		}
 		if ctx.Err() != nil {
 			return
 		}
-		gt, err := c.tr.translate(ctx, g, true)
+		gt, err := c.tr.translateOffsets(ctx, g, resp, true)
 		if err != nil {
 			c.log.Error(err, "Failed to checkpoint a consumer group; retrying next round", "group", g)
 			continue

@@ -155,28 +155,6 @@ func waitForCheckpoint(t *testing.T, cfg *config.Config, group string, partition
 	})
 }
 
-// waitForSafeCheckpoint waits until every partition of group is translated and
-// committed on the target, the translation at or before what is committed (on the safe
-// side, see TestExactlyOnceGroupFailover).
-func waitForSafeCheckpoint(t *testing.T, cfg *config.Config, group string, partitions int) {
-	t.Helper()
-	testutil.Eventually(t, 30*time.Second, func() error {
-		tr, err := TranslateGroup(context.Background(), cfg, group, false)
-		if err != nil {
-			return err
-		}
-		if len(tr.Partitions) != partitions {
-			return fmt.Errorf("%d partitions translated, want %d", len(tr.Partitions), partitions)
-		}
-		for _, pt := range tr.Partitions {
-			if pt.TargetOffset < 0 || pt.TargetCommitted < 0 || pt.TargetOffset > pt.TargetCommitted {
-				return fmt.Errorf("partition %d translates to %d, the target group holds %d", pt.Partition, pt.TargetOffset, pt.TargetCommitted)
-			}
-		}
-		return nil
-	})
-}
-
 // TestGroupCheckpointsFailover is issue 13's failover test. A source application group
 // reads part of a topic written in transactions (aborted ones and markers leave offset
 // gaps) and commits; the mirror runs with a 25% filter and translates the group. While

@@ -63,6 +63,8 @@ type Engine struct {
 	// joined counts streams that started at least one group session.
 	joined     atomic.Int64
 	streamSeen []atomic.Bool
+	// refusals are the streams' sessions refused for want of an ACL (refusal.go).
+	refusals *refusals
 
 	// life connects to the clusters and bounds the stop.
 	life *lifecycle
@@ -113,6 +115,7 @@ func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 		metrics:     m,
 		topics:      newTopicSet(),
 		streamSeen:  make([]atomic.Bool, cfg.Streams),
+		refusals:    newRefusals(o.log),
 		failed:      make(chan struct{}),
 		closed:      make(chan struct{}),
 		abortCh:     make(chan struct{}),
@@ -445,6 +448,9 @@ func (e *Engine) Ready() error {
 			return fmt.Errorf("no source topic matches topics.include %q (minus topics.exclude): %s", e.cfg.Topics.Include, hidden)
 		}
 		return fmt.Errorf("no source topic matches topics.include %q (minus topics.exclude)", e.cfg.Topics.Include)
+	}
+	if refused := e.refusals.current(); refused != nil {
+		return fmt.Errorf("not authorized, retrying: %w", refused)
 	}
 	if n := e.joined.Load(); n < int64(e.cfg.Streams) {
 		return fmt.Errorf("%d of %d streams joined consumer group %q", n, e.cfg.Streams, e.cfg.ConsumerGroup)

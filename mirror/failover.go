@@ -612,12 +612,21 @@ func (f *failover) checkpoint(ctx context.Context, planned bool) error {
 		return err
 	}
 	committed := f.mirroredUpTo()
+	// The syncs are read again into a store that pins every group's offsets first
+	// (offsetSyncStore.pinGroup): the store read for the report thinned the syncs
+	// around old group positions once a partition held more than it keeps.
 	tr := &translator{cfg: f.cfg, sel: f.sel, sourceAdmin: f.source.admin, targetAdmin: f.target.admin,
-		target: f.target.client, store: f.store, log: f.log}
+		target: f.target.client, store: newOffsetSyncStore(f.store.topic), log: f.log}
+	offsets := make(map[string]*sarama.OffsetFetchResponse, len(names))
+	for _, g := range names {
+		if offsets[g], err = tr.groupOffsets(g); err != nil {
+			return err
+		}
+	}
 	var translations []*GroupTranslation
 	var ahead []string
 	for _, g := range names {
-		gt, err := tr.translate(ctx, g, false)
+		gt, err := tr.translateOffsets(ctx, g, offsets[g], false)
 		if err != nil {
 			return err
 		}

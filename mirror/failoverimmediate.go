@@ -78,15 +78,15 @@ func (f *failover) targetKnownPartitions(ctx context.Context) ([]partitionKey, e
 // the mirror wrote, which may now be exact, and committed under the usual guard (no
 // members, never backwards). A group the mirror never checkpointed is not known here.
 func (f *failover) checkpointFromTarget(ctx context.Context) error {
-	if err := readOffsetSyncs(ctx, f.target.client, f.store, f.log); err != nil {
-		return err
-	}
 	names, err := f.selectedGroups(f.target.admin, "target")
 	if err != nil {
 		return err
 	}
 	committed := f.mirroredUpTo()
-	tr := &translator{cfg: f.cfg, sel: f.sel, targetAdmin: f.target.admin, target: f.target.client, store: f.store, log: f.log}
+	// Every group's checkpointed source offsets are read, and pinned, before the syncs
+	// are read into a store of their own (see checkpoint).
+	store := newOffsetSyncStore(f.store.topic)
+	checkpointed := map[string][]checkpointedPartition{}
 	var errs []error
 	for _, g := range names {
 		resp, err := listOffsets(f.target.admin, g, nil)
@@ -94,25 +94,30 @@ func (f *failover) checkpointFromTarget(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("while reading the offsets of group %q on the target cluster: %w", g, err))
 			continue
 		}
+		cps := f.checkpointedPartitions(resp)
+		pins := make(map[partitionKey]int64, len(cps))
+		for _, cp := range cps {
+			pins[partitionKey{cp.meta.SourceTopic, cp.partition}] = cp.meta.SourceOffset
+		}
+		store.pinGroup(g, pins)
+		checkpointed[g] = cps
+	}
+	if err := readOffsetSyncs(ctx, f.target.client, store, f.log); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	tr := &translator{cfg: f.cfg, sel: f.sel, targetAdmin: f.target.admin, target: f.target.client, store: store, log: f.log}
+	for _, g := range names {
 		gt := &GroupTranslation{Group: g}
 		targetParts := map[string][]int32{}
-		if resp != nil {
-			for topic, ps := range resp.Blocks {
-				for p, b := range ps {
-					meta, ok := ParseCheckpointMetadata(b.Metadata)
-					if !ok || meta.Mirror != f.cfg.ConsumerGroup || !f.sel.Matches(meta.SourceTopic) || f.sel.TargetName(meta.SourceTopic) != topic ||
-						!errors.Is(b.Err, sarama.ErrNoError) {
-						continue
-					}
-					pt := PartitionTranslation{Topic: meta.SourceTopic, Partition: p, TargetTopic: topic, SourceOffset: meta.SourceOffset,
-						TargetOffset: -1, TargetCommitted: -1, TargetEnd: -1, Lag: -1}
-					if to, exact, ok := f.store.translate(partitionKey{meta.SourceTopic, p}, cmp.Or(meta.SourceTopicID, f.store.latestTopicID(partitionKey{meta.SourceTopic, p})), meta.SourceOffset); ok {
-						pt.TargetOffset, pt.Exact = to, exact
-					}
-					gt.Partitions = append(gt.Partitions, pt)
-					targetParts[topic] = append(targetParts[topic], p)
-				}
+		for _, cp := range checkpointed[g] {
+			meta, p := cp.meta, cp.partition
+			pt := PartitionTranslation{Topic: meta.SourceTopic, Partition: p, TargetTopic: cp.targetTopic, SourceOffset: meta.SourceOffset,
+				TargetOffset: -1, TargetCommitted: -1, TargetEnd: -1, Lag: -1}
+			if to, exact, ok := store.translate(partitionKey{meta.SourceTopic, p}, cmp.Or(meta.SourceTopicID, store.latestTopicID(partitionKey{meta.SourceTopic, p})), meta.SourceOffset); ok {
+				pt.TargetOffset, pt.Exact = to, exact
 			}
+			gt.Partitions = append(gt.Partitions, pt)
+			targetParts[cp.targetTopic] = append(targetParts[cp.targetTopic], p)
 		}
 		if len(gt.Partitions) == 0 {
 			continue
@@ -128,4 +133,32 @@ func (f *failover) checkpointFromTarget(ctx context.Context) error {
 		f.addGroup(gt, committed, "")
 	}
 	return errors.Join(errs...)
+}
+
+// checkpointedPartition is a target group's partition whose offset this mirror
+// checkpointed: its metadata names the source offset it translated.
+type checkpointedPartition struct {
+	targetTopic string
+	partition   int32
+	meta        CheckpointMetadata
+}
+
+// checkpointedPartitions returns the partitions of a target group's offsets (resp)
+// that this mirror checkpointed for a selected topic.
+func (f *failover) checkpointedPartitions(resp *sarama.OffsetFetchResponse) []checkpointedPartition {
+	if resp == nil {
+		return nil
+	}
+	var out []checkpointedPartition
+	for topic, ps := range resp.Blocks {
+		for p, b := range ps {
+			meta, ok := ParseCheckpointMetadata(b.Metadata)
+			if !ok || meta.Mirror != f.cfg.ConsumerGroup || !f.sel.Matches(meta.SourceTopic) || f.sel.TargetName(meta.SourceTopic) != topic ||
+				!errors.Is(b.Err, sarama.ErrNoError) {
+				continue
+			}
+			out = append(out, checkpointedPartition{targetTopic: topic, partition: p, meta: meta})
+		}
+	}
+	return out
 }

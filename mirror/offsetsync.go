@@ -83,8 +83,9 @@ const (
 	// maxOffsetSyncsPerPartition bounds the syncs a store keeps per partition, all
 	// chains together (48 KiB): when it is reached, every other sync of the older half
 	// of the longest chain goes, so the store keeps recent offsets precise and old ones
-	// translatable, coarser (see thin); when no chain is long enough to thin, the oldest
-	// chain goes (see drop).
+	// translatable, coarser (see thin), except the syncs around the groups' committed
+	// offsets (offsetSyncStore.pinGroup); when no chain is long enough to thin, the
+	// oldest chain goes (see drop).
 	maxOffsetSyncsPerPartition = 1024
 	// offsetSyncCloseLimit bounds the last flush of the writer when the engine stops.
 	offsetSyncCloseLimit = 5 * time.Second

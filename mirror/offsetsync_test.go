@@ -226,6 +226,36 @@ func TestOffsetSyncStoreThinsOldSyncs(t *testing.T) {
 	if got, exact, _ := st.translate(tp, "", recent); !exact || got != exactTarget(recent) {
 		t.Fatalf("recent offset %d translated to %d (exact %v), want %d exactly", recent, got, exact, exactTarget(recent))
 	}
+
+	// The same syncs with groups pinned at old offsets: within the same bound, the
+	// pinned offsets still translate exactly (a filtered one, a run's first and a
+	// run's middle record), and a group that moved on unpins its old offset.
+	pinned := newOffsetSyncStore("x")
+	pins := map[string]int64{"a": 6, "b": 4*100 + 1, "c": 4*5000 + 3}
+	for g, o := range pins {
+		pinned.pinGroup(g, map[partitionKey]int64{tp: o})
+	}
+	prev = -1
+	for r := int64(0); r < runs; r++ {
+		if r == runs/2 {
+			pinned.pinGroup("b", map[partitionKey]int64{tp: 4*(runs/2) - 2})
+			pins["b"] = 4*(runs/2) - 2
+		}
+		s := OffsetSync{SourceOffset: 4*r + 1, TargetOffset: 3 * r, Previous: prev, ChainSource: 1, ChainTarget: 0}
+		pinned.add(tp, "", s)
+		prev = s.SourceOffset
+	}
+	if sp := pinned.partition(tp, ""); sp.total > maxOffsetSyncsPerPartition {
+		t.Fatalf("store with pins holds %d syncs, bound %d", sp.total, maxOffsetSyncsPerPartition)
+	}
+	for g, c := range pins {
+		if got, exact, ok := pinned.translate(tp, "", c); !ok || !exact || got != exactTarget(c) {
+			t.Errorf("group %s's offset %d translated to %d (exact %v, ok %v), want %d exactly", g, c, got, exact, ok, exactTarget(c))
+		}
+	}
+	if _, exact, _ := pinned.translate(tp, "", 4*100+1); exact {
+		t.Errorf("offset %d, unpinned when its group moved on, still translates exactly: its syncs were kept", 4*100+1)
+	}
 }
 
 // TestOffsetSyncChainsOfOnePartition follows one partition's writer through two

@@ -125,10 +125,51 @@ type offsetSyncStore struct {
 	topic string
 	next  int64 // the next offset of the sync topic to read
 	parts map[partitionKey]map[string]*storedPartition
+	// pins are the source offsets whose translation thinning keeps as exact as the
+	// syncs read make it: the committed offsets of the groups being translated, per
+	// group (see pinGroup).
+	pins map[string]map[partitionKey]int64
 }
 
 func newOffsetSyncStore(topic string) *offsetSyncStore {
-	return &offsetSyncStore{topic: topic, parts: map[partitionKey]map[string]*storedPartition{}}
+	return &offsetSyncStore{topic: topic, parts: map[partitionKey]map[string]*storedPartition{},
+		pins: map[string]map[partitionKey]int64{}}
+}
+
+// pinGroup makes offsets (a group's committed offsets) the group's pins, replacing its
+// earlier ones. When the store thins a chain, it keeps the two syncs around every
+// pinned offset (the last one before it and the next), so an idle group's position
+// translates as exactly after any number of later syncs as when they were few: with
+// exactly-once every transaction's marker changes the offset delta and needs a sync,
+// and the bound of a partition's syncs is reached after about as many transactions.
+// Syncs read before a pin was set may have been thinned already: pin, then read.
+func (st *offsetSyncStore) pinGroup(group string, offsets map[partitionKey]int64) {
+	if len(offsets) == 0 {
+		delete(st.pins, group)
+		return
+	}
+	st.pins[group] = offsets
+}
+
+// retainPins drops the pins of every group not in groups (gone, or no longer selected).
+func (st *offsetSyncStore) retainPins(groups []string) {
+	for g := range st.pins {
+		if !slices.Contains(groups, g) {
+			delete(st.pins, g)
+		}
+	}
+}
+
+// pinned returns the pinned source offsets of tp, sorted.
+func (st *offsetSyncStore) pinned(tp partitionKey) []int64 {
+	var out []int64
+	for _, offsets := range st.pins {
+		if o, ok := offsets[tp]; ok {
+			out = append(out, o)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // partition returns the syncs stored for partition tp of the topic with ID topicID, nil
@@ -157,8 +198,11 @@ func (st *offsetSyncStore) add(tp partitionKey, topicID string, s OffsetSync) {
 	before := len(ch.points)
 	ch.add(s)
 	sp.total += len(ch.points) - before
-	for sp.total > maxOffsetSyncsPerPartition {
-		sp.shrink()
+	if sp.total > maxOffsetSyncsPerPartition {
+		pinned := st.pinned(tp)
+		for sp.total > maxOffsetSyncsPerPartition {
+			sp.shrink(pinned)
+		}
 	}
 }
 
@@ -184,9 +228,10 @@ func (sp *storedPartition) chain(s OffsetSync) *syncChain {
 	return ch
 }
 
-// shrink makes room for one more sync: it thins the chain with the most syncs or, when
-// no chain has enough to thin, drops the oldest chain.
-func (sp *storedPartition) shrink() {
+// shrink makes room for one more sync: it thins the chain with the most syncs, keeping
+// the syncs around the pinned source offsets (sorted), or, when no chain has enough to
+// thin (or the pins keep every one), drops the oldest chain.
+func (sp *storedPartition) shrink(pinned []int64) {
 	var big *syncChain
 	for _, ch := range sp.chains {
 		if big == nil || len(ch.points) > len(big.points) {
@@ -194,10 +239,12 @@ func (sp *storedPartition) shrink() {
 		}
 	}
 	if n := len(big.points); n >= 4 {
-		big.points = thin(big.points)
-		sp.total -= n - len(big.points)
-		sp.cached = nil
-		return
+		big.points = thin(big.points, pinned)
+		if len(big.points) < n {
+			sp.total -= n - len(big.points)
+			sp.cached = nil
+			return
+		}
 	}
 	sp.drop()
 }
@@ -225,17 +272,33 @@ func (sp *storedPartition) drop() {
 }
 
 // thin drops every other sync of the older half of list, in place, keeping the first
-// (the chain's first record). The syncs left there no longer follow each other (their
-// Previous no longer matches), so offsets between them translate to the safe side:
-// never skipping, repeating at most the records between two kept syncs. Repeated
-// thinning spaces old syncs further and further apart, as MirrorMaker 2's offset sync
-// store does.
-func thin(list []OffsetSync) []OffsetSync {
+// (the chain's first record) and, for every pinned source offset (sorted), the last
+// sync before it and the one after that: together they translate it as before
+// (exactly, when they were linked) and say where the chain's copies before it end. The
+// other syncs left there no longer follow each other (their Previous no longer
+// matches), so offsets between them translate to the safe side: never skipping,
+// repeating at most the records between two kept syncs. Repeated thinning spaces old
+// syncs further and further apart, as MirrorMaker 2's offset sync store does.
+func thin(list []OffsetSync, pinned []int64) []OffsetSync {
 	half := len(list) / 2
-	n := 0
+	keep := make([]bool, half)
 	for i := 0; i < half; i += 2 {
-		list[n] = list[i]
-		n++
+		keep[i] = true
+	}
+	for _, c := range pinned {
+		i := sort.Search(len(list), func(i int) bool { return list[i].SourceOffset >= c }) - 1
+		for _, j := range []int{i, i + 1} {
+			if j >= 0 && j < half {
+				keep[j] = true
+			}
+		}
+	}
+	n := 0
+	for i := range half {
+		if keep[i] {
+			list[n] = list[i]
+			n++
+		}
 	}
 	n += copy(list[n:], list[half:])
 	return list[:n]

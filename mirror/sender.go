@@ -466,6 +466,11 @@ func (s *sender) openProducer(maxBytes, maxMessages int) (sarama.Client, sarama.
 	}
 	pc.Producer.MaxMessageBytes = maxBytes
 	pc.Producer.Flush.MaxMessages = maxMessages
+	if maxMessages > 0 {
+		// A batch never reaches a producer.flushMessages above its cap (sarama refuses
+		// that config): it is full, and sent, at the cap.
+		pc.Producer.Flush.Messages = min(pc.Producer.Flush.Messages, maxMessages)
+	}
 	client, err := kafka.NewClientFromConfig(s.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, s.kafkaOpts...)...)
 	if err != nil {
 		return nil, nil, err

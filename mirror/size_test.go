@@ -437,3 +437,49 @@ func TestInFlightRecordsStayWithinProcessBound(t *testing.T) {
 	t.Logf("%d partitions x %d per-partition bound: %d records in flight at most (process-wide bound %d); %d records, 0 lost, 0 duplicates",
 		partitions, 10_000, s.InFlightRecordsPeak, inFlightRecordsPerProcess, res.records)
 }
+
+// TestFlushThresholdAloneSendsAPartlyFilledBatch is issue 30's follow-up: with
+// producer.flushBytes (or flushMessages) set and no flushFrequency, sarama sends a batch
+// only once it reaches the threshold, so a few records on a quiet partition (or the
+// record that reserved the whole in-flight budget, which waits for the records before
+// it) never left the producer, and their offsets were never committed. flushFrequency
+// now defaults when either threshold is set: the records arrive, their offsets commit.
+// flushMessages above 1 also stopped the engine at start: the single-record producer's
+// batches of one record (Flush.MaxMessages 1) are below it, which sarama refuses.
+func TestFlushThresholdAloneSendsAPartlyFilledBatch(t *testing.T) {
+	tests := map[string]config.Producer{
+		"flushBytes":              {FlushBytes: 1 << 20},
+		"flushMessages":           {FlushMessages: 10000},
+		"flushBytes and Messages": {FlushBytes: 1 << 20, FlushMessages: 10000},
+	}
+	for name, producer := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := newClusters(t, 2)
+			w := newWorkload(2)
+			w.produce(t, c.source, 3)
+			cfg := c.testConfig(t, func(cfg *config.Config) {
+				cfg.Producer = &producer
+				// Longer than the test waits: a stalled batch is not flushed by the
+				// engine failing on its delivery watch and closing the producer.
+				cfg.DeliveryTimeout = config.Duration{Duration: 2 * time.Minute}
+			})
+			r := startEngine(t, cfg, testLogger(t))
+			got := readTarget(t, c.target, testTopic, w.total(), 500*time.Millisecond, 20*time.Second)
+			if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 {
+				t.Fatalf("%d records missing, %d duplicates, want 0 and 0", res.missing, res.duplicates)
+			}
+			testutil.Eventually(t, 20*time.Second, func() error {
+				committed := testutil.CommittedOffsets(t, c.source.ListenAddrs(), cfg.ConsumerGroup, testTopic, 2)
+				for p := range int32(2) {
+					if committed[p] != 3 {
+						return fmt.Errorf("partition %d committed %d, want 3", p, committed[p])
+					}
+				}
+				return nil
+			})
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

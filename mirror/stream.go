@@ -161,7 +161,14 @@ func (e *Engine) runStream(ctx context.Context, id int) error {
 			return nil
 		default:
 			wait := retry.next()
-			s.log.Error(err, "Failed to consume from the source cluster; retrying", "group", e.cfg.ConsumerGroup, "backoff", wait)
+			var refused *notAuthorizedError
+			if errors.As(err, &refused) {
+				// A missing ACL (the target refusing the transactional ids): named, and
+				// Ready's answer, rather than blamed on consuming.
+				e.refusals.refused(s.id, refused, wait)
+			} else {
+				s.log.Error(err, "Failed to consume from the source cluster; retrying", "group", e.cfg.ConsumerGroup, "backoff", wait)
+			}
 			select {
 			case <-ctx.Done():
 			case <-e.failed:
@@ -265,6 +272,7 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 	if err != nil {
 		return err
 	}
+	e.refusals.started(s.id)
 	for _, tp := range resumed {
 		e.parts.get(tp.topic, tp.partition).resumed.Add(1)
 	}

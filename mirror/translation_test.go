@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
 // readOffsetSyncRecords returns every offset sync of partition tp in the sync topic of
@@ -222,4 +224,153 @@ func TestTranslationAfterASlowDrainSkipsNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestIdleGroupTranslationStaysExactPastTheSyncBound is the cause of the inexact
+// translations TestExactlyOnceGroupFailover saw after a restart (33 for 38): not the
+// restart, but the number of offset syncs. A store keeps at most
+// maxOffsetSyncsPerPartition syncs per partition and thins the older half of the
+// longest chain beyond it; with exactly-once every transaction marker changes the
+// offset delta (a sync each), so an idle group's old position lost the syncs around it
+// and translated to the safe side, no longer exact, although every sync that made it
+// exact was on the target. The syncs around the positions of the groups being
+// translated are kept: a fresh translation (`offsets translate`, a restarted engine's
+// checkpointer and a failover's final checkpoint, which read every group's offsets
+// before the syncs) stays exact.
+func TestIdleGroupTranslationStaysExactPastTheSyncBound(t *testing.T) {
+	c := newClusters(t, 1)
+	cfg := c.testConfig(t, func(cfg *config.Config) {
+		cfg.Groups = &config.Groups{Include: []string{"app-.*"}, SyncInterval: config.Duration{Duration: time.Hour}}
+	})
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V3_6_0_0
+	admin, err := sarama.NewClusterAdmin(c.target.ListenAddrs(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := ensureOffsetSyncTopic(admin, OffsetSyncTopic(cfg.ConsumerGroup)); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CreateTopic(testTopic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	srcAdmin, err := sarama.NewClusterAdmin(c.source.ListenAddrs(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srcAdmin.Close()
+	ids, err := describeTopicIDs(context.Background(), srcAdmin, []string{testTopic})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// One chain whose delta changes at every record (a marker after each, as
+	// transactions of one record would leave): source offset i landed at 2i.
+	records := int64(3 * maxOffsetSyncsPerPartition)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.target.ListenAddrs()...), kgo.DefaultProduceTopic(OffsetSyncTopic(cfg.ConsumerGroup)),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	var recs []*kgo.Record
+	for i := range records {
+		s := OffsetSync{SourceOffset: i, TargetOffset: 2 * i, Previous: i - 1, ChainSource: 0, ChainTarget: 0}
+		recs = append(recs, &kgo.Record{Key: offsetSyncKey(testTopic, 0), Value: s.encode(ids[testTopic])})
+	}
+	if err := prod.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The mirror got to the end; two idle groups sit in the older half.
+	testutil.CommitOffsets(t, c.source.ListenAddrs(), cfg.ConsumerGroup, testTopic, map[int32]int64{0: records}, "")
+	positions := map[string]int64{"app-a": 7, "app-b": 101}
+	for g, o := range positions {
+		testutil.CommitOffsets(t, c.source.ListenAddrs(), g, testTopic, map[int32]int64{0: o}, "")
+	}
+
+	t.Run("offsets translate", func(t *testing.T) {
+		for g, o := range positions {
+			tr, err := TranslateGroup(context.Background(), cfg, g, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tr.Partitions) != 1 {
+				t.Fatalf("%s: %d partitions translated, want 1", g, len(tr.Partitions))
+			}
+			if pt := tr.Partitions[0]; pt.TargetOffset != 2*o || !pt.Exact {
+				t.Errorf("%s at source offset %d translates to %d (exact %v), want %d, exact", g, o, pt.TargetOffset, pt.Exact, 2*o)
+			}
+		}
+	})
+	t.Run("checkpointer of a restarted engine", func(t *testing.T) {
+		conns, err := newLifecycle(cfg, testLogger(t), nil, 0).connect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conns.close()
+		sel, err := topics.NewSelector(cfg.Topics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, err := newGroupCheckpointer(cfg, newCheckpointMetrics(), testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp.tr = newTranslator(cfg, sel, conns, testLogger(t))
+		cp.round(context.Background())
+		for g, o := range positions {
+			got := testutil.CommittedOffsets(t, c.target.ListenAddrs(), g, testTopic, 1)
+			if got[0] != 2*o {
+				t.Errorf("%s at source offset %d: the checkpointer committed %d on the target, want %d", g, o, got[0], 2*o)
+			}
+		}
+	})
+	// Last: the failover commits its translations to the target groups too.
+	t.Run("immediate failover", func(t *testing.T) {
+		report, err := Failover(context.Background(), cfg, FailoverOptions{Mode: FailoverImmediate, Timeout: 30 * time.Second}, WithLogger(testLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := 0
+		for _, g := range report.Groups {
+			for _, gp := range g.Partitions {
+				if o, ok := positions[g.Group]; ok {
+					found++
+					if gp.TargetOffset != 2*o || !gp.Exact {
+						t.Errorf("%s at source offset %d: the failover translated %d (exact %v), want %d, exact", g.Group, o, gp.TargetOffset, gp.Exact, 2*o)
+					}
+				}
+			}
+		}
+		if found != len(positions) {
+			t.Fatalf("the failover report names %d of the %d groups' partitions: %+v", found, len(positions), report.Groups)
+		}
+	})
+	// Without the source, from the checkpoints committed above (their metadata names the
+	// source offsets).
+	t.Run("immediate failover without the source", func(t *testing.T) {
+		c.source.Close()
+		report, err := Failover(context.Background(), cfg, FailoverOptions{Mode: FailoverImmediate, Timeout: 5 * time.Second}, WithLogger(testLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if report.SourceReachable {
+			t.Fatal("the failover reached the closed source")
+		}
+		found := 0
+		for _, g := range report.Groups {
+			for _, gp := range g.Partitions {
+				if o, ok := positions[g.Group]; ok {
+					found++
+					if gp.TargetOffset != 2*o || !gp.Exact {
+						t.Errorf("%s at source offset %d: the failover translated %d (exact %v), want %d, exact", g.Group, o, gp.TargetOffset, gp.Exact, 2*o)
+					}
+				}
+			}
+		}
+		if found != len(positions) {
+			t.Fatalf("the failover report names %d of the %d groups' partitions: %+v", found, len(positions), report.Groups)
+		}
+	})
 }

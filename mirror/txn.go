@@ -307,6 +307,10 @@ func (x *exactlyOnce) fence(ctx context.Context, claims map[string][]int32) fenc
 		return fencedClaims{err: err}
 	}
 	if len(errs) > 0 {
+		if refused := mergeRefusals(errs); refused != nil {
+			// One missing ACL refused every partition's id: one error names it.
+			return fail(fmt.Errorf("while fencing the previous owners of the claimed partitions: %w", refused))
+		}
 		return fail(fmt.Errorf("while fencing the previous owners of the claimed partitions: %w", errors.Join(errs...)))
 	}
 	k := e.keeper
@@ -400,8 +404,9 @@ func openTxnWriter(ctx context.Context, e *Engine, tp partitionKey) (*txnWriter,
 	if err != nil {
 		_ = client.Close()
 		if errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed) {
-			err = fmt.Errorf("%s (delivery exactlyOnce): grant Write on the transactional ids prefixed %q: %w",
-				kafka.NotAuthorized(kafka.RoleTarget, kafka.Principal(e.cfg.Target), "WRITE", "TRANSACTIONAL_ID", id), e.cfg.ConsumerGroup+"/", err)
+			err = &notAuthorizedError{role: kafka.RoleTarget, principal: kafka.Principal(e.cfg.Target), operation: "WRITE",
+				resourceType: "TRANSACTIONAL_ID", resources: []string{id}, why: "delivery exactlyOnce",
+				grant: fmt.Sprintf("grant Write on the transactional ids prefixed %q", e.cfg.ConsumerGroup+"/"), err: err}
 		}
 		return nil, fmt.Errorf("while opening the transactional producer %q on the target cluster: %w", id, err)
 	}

@@ -413,7 +413,8 @@ type ProducerSpec struct {
 	Compression string `json:"compression,omitempty"`
 
 	// flushFrequency sends a batch at least this often, as a duration string. Default:
-	// as soon as the previous request to that broker is answered.
+	// as soon as the previous request to that broker is answered; 5ms when flushBytes or
+	// flushMessages is set (a batch below them is sent only on the frequency).
 	// +optional
 	FlushFrequency *metav1.Duration `json:"flushFrequency,omitempty"`
 

@@ -153,6 +153,40 @@ func TestParseValid(t *testing.T) {
 				}
 			},
 		},
+		// Issue 30 follow-up: sarama sends a batch that has not reached flushBytes or
+		// flushMessages only on flushFrequency; without one a partly filled batch (a
+		// quiet partition, the record that reserved the in-flight budget) waits for
+		// more records forever. Set either threshold alone and the batch waits at most
+		// DefaultFlushFrequency, as Kafka's producer lingers; a frequency set is kept.
+		"flushBytes alone gets a flushFrequency": {
+			yaml: minimal + "producer: {flushBytes: 1048576}\n",
+			check: func(t *testing.T, c *Config) {
+				if got := c.Producer.FlushFrequency.Duration; got != DefaultFlushFrequency || DefaultFlushFrequency <= 0 {
+					t.Fatalf("producer.flushFrequency %v with flushBytes alone, want %v", got, DefaultFlushFrequency)
+				}
+			},
+		},
+		"flushMessages alone gets a flushFrequency": {
+			yaml: minimal + "producer: {flushMessages: 500}\n",
+			check: func(t *testing.T, c *Config) {
+				if got := c.Producer.FlushFrequency.Duration; got != DefaultFlushFrequency {
+					t.Fatalf("producer.flushFrequency %v with flushMessages alone, want %v", got, DefaultFlushFrequency)
+				}
+			},
+		},
+		"flushFrequency set is kept, none without thresholds": {
+			yaml: minimal + "producer: {flushBytes: 1048576, flushFrequency: 50ms}\n",
+			check: func(t *testing.T, c *Config) {
+				if got := c.Producer.FlushFrequency.Duration; got != 50*time.Millisecond {
+					t.Fatalf("producer.flushFrequency %v, want the 50ms set", got)
+				}
+				d := &Config{Producer: &Producer{Compression: CompressionLZ4}}
+				d.Default()
+				if got := d.Producer.FlushFrequency.Duration; got != 0 {
+					t.Fatalf("producer.flushFrequency %v without flushBytes or flushMessages, want unset (send when the previous request is answered)", got)
+				}
+			},
+		},
 		"named handler and listener with args": {
 			yaml: minimal + "handlers: [{name: header-filter, args: {mode: drop, header: skip}}]\nrebalanceListener: {name: log, args: {verbosity: \"1\"}}\n",
 			check: func(t *testing.T, c *Config) {

@@ -23,6 +23,11 @@ const (
 	// MaxProducers bounds producer.producers: each is a client with its own
 	// connection to every target broker.
 	MaxProducers = 16
+	// DefaultFlushFrequency is producer.flushFrequency when flushBytes or flushMessages
+	// is set without it: sarama sends a batch below those thresholds only on the
+	// frequency, so without one a partly filled batch waits for more records forever.
+	// 5 ms is how long Kafka's own producer lingers by default (linger.ms, Kafka 4).
+	DefaultFlushFrequency = 5 * time.Millisecond
 )
 
 // DefaultTopicConfigExclude is topics.configExclude when unset, in the spirit of
@@ -107,6 +112,9 @@ func (c *Config) Default() {
 	}
 	if c.Metrics.Address == "" {
 		c.Metrics.Address = DefaultMetricsAddress
+	}
+	if p := c.Producer; p != nil && (p.FlushBytes > 0 || p.FlushMessages > 0) && p.FlushFrequency.Duration == 0 {
+		p.FlushFrequency.Duration = DefaultFlushFrequency
 	}
 	c.defaultGroups()
 	if p := c.Provenance; p != nil && p.Enabled {

@@ -154,11 +154,14 @@ type Producer struct {
 	// can grow past it), and sarama cannot pass a source batch on with its own codec.
 	Compression string `json:"compression,omitempty"`
 	// FlushFrequency sends a batch at least this often. Default: unset, as soon as the
-	// previous request to that broker is answered.
+	// previous request to that broker is answered; 5ms when flushBytes or flushMessages
+	// is set (a batch below them is sent only on the frequency).
 	FlushFrequency Duration `json:"flushFrequency,omitempty"`
-	// FlushBytes sends a batch once it holds this many bytes. Default: unset.
+	// FlushBytes sends a batch once it holds this many bytes, or on flushFrequency
+	// (5ms unless set) when it holds fewer. Default: unset.
 	FlushBytes int `json:"flushBytes,omitempty"`
-	// FlushMessages sends a batch once it holds this many records. Default: unset.
+	// FlushMessages sends a batch once it holds this many records, or on
+	// flushFrequency (5ms unless set) when it holds fewer. Default: unset.
 	FlushMessages int `json:"flushMessages,omitempty"`
 	// Producers is the number of batching producers, each with its own connections,
 	// that share the mirrored partitions: every source partition's records go through
