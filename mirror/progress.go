@@ -349,6 +349,11 @@ func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, source sarama.
 	case <-ctx.Done():
 		f.err = fmt.Errorf("no answer within %v", resumeLookupLimit)
 	}
+	if err := sess.Context().Err(); err != nil {
+		// The session ended (a rebalance) while the look-ups ran: not a failure of
+		// theirs, whichever of the two contexts select saw first.
+		return nil, err
+	}
 	if f.err != nil {
 		return nil, fmt.Errorf("while reading the offsets of source group %q, target-side group %q and progress topic %q: %w",
 			k.sourceGroup, k.group, k.topic.name, f.err)

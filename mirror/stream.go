@@ -166,6 +166,10 @@ func (e *Engine) runStream(ctx context.Context, id int) error {
 				// A missing ACL (the target refusing the transactional ids): named, and
 				// Ready's answer, rather than blamed on consuming.
 				e.refusals.refused(s.id, refused, wait)
+			} else if errors.Is(err, context.Canceled) {
+				// Setup saw its session end (another member joined or left) before
+				// the claims started: a rebalance, not a failure.
+				s.log.Info("The consumer group session ended during its setup (a rebalance); joining again", "group", e.cfg.ConsumerGroup, "backoff", wait)
 			} else {
 				s.log.Error(err, "Failed to consume from the source cluster; retrying", "group", e.cfg.ConsumerGroup, "backoff", wait)
 			}
