@@ -55,6 +55,8 @@ type Engine struct {
 	// Set by Run once connected.
 	keeper   *progressKeeper
 	caughtUp *caughtUp
+	// initial holds the start offsets of initialPositions (failback.go), read by Run.
+	initial initialPositions
 
 	httpAddrMu  sync.Mutex
 	httpAddress string
@@ -236,6 +238,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		e.log.Info("Set up loop prevention", "header", e.cfg.Provenance.Header, "sourceCluster", string(e.provenance.sourceID),
 			"targetCluster", string(e.provenance.targetID), "maxHops", e.provenance.maxHops, "strip", e.provenance.strip)
+	}
+	if err := e.life.untilStopped(ctx, func() (err error) {
+		e.initial, err = loadInitialPositions(ctx, e.cfg.InitialPositions, conns.sourceMeta, e.log)
+		return err
+	}, nil); err != nil {
+		conns.close()
+		return startFailed(err)
 	}
 	e.keeper = newProgressKeeper(e, conns.sourceAdmin, conns.targetAdmin, conns.targetMeta)
 	e.caughtUp = newCaughtUp(conns.sourceMeta, e.cfg.NoDataLossEnabled())

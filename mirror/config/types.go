@@ -501,8 +501,12 @@ func (c *Config) SyncTopicsEnabled() bool { return c.SyncTopics == nil || *c.Syn
 // InitialPositions are start offsets for source partitions the mirror has no progress
 // of.
 type InitialPositions struct {
-	// FromFailover names where the offsets come from (the failed-over KafkaMirror, or
-	// the failover report file), for logs and status.
+	// FromFailover is the consumerGroup of a mirror that failed over to this mirror's
+	// SOURCE cluster (this mirror is its reverse): the engine reads the failback points
+	// that failover wrote to the progress topic of that group on the source cluster and
+	// starts every partition without progress of its own at the target end offset of
+	// the cutover (when the topic is still the same incarnation). No failover record
+	// there stops the engine with an error. Requires provenance.enabled.
 	FromFailover string `json:"fromFailover,omitempty"`
 	// Offsets lists the start offset of each listed source partition.
 	Offsets []PartitionOffset `json:"offsets,omitempty"`

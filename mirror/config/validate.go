@@ -68,6 +68,10 @@ func (c *Config) ValidateFields(root *field.Path) field.ErrorList {
 			[]InitialOffset{InitialOffsetOldest, InitialOffsetLatest}))
 	}
 	errs = append(errs, c.InitialPositions.validate(root.Child("initialPositions"))...)
+	if c.InitialPositions != nil && c.InitialPositions.FromFailover != "" && (c.Provenance == nil || !c.Provenance.Enabled) {
+		errs = append(errs, field.Invalid(root.Child("initialPositions", "fromFailover"), c.InitialPositions.FromFailover,
+			"a failback needs provenance.enabled: true, so that records that came from this mirror's target (left-behind records mirrored forward later, or a mirror restarted by mistake) are never copied back"))
+	}
 	errs = append(errs, c.Topics.validate(root.Child("topics"))...)
 	switch c.Partitioning {
 	case PartitioningPreserve, PartitioningHash, PartitioningRoundRobin:
