@@ -283,7 +283,7 @@ func TestValidate(t *testing.T) {
 		},
 		"fromFailover without provenance": {
 			mutate: func(c *Config) { c.InitialPositions = &InitialPositions{FromFailover: "kafka-mirror.default.orders"} },
-			want: []string{`initialPositions.fromFailover: Invalid value: "kafka-mirror.default.orders": a failback needs provenance.enabled: true, so that records that came from this mirror's target (left-behind records mirrored forward later, or a mirror restarted by mistake) are never copied back`},
+			want:   []string{`initialPositions.fromFailover: Invalid value: "kafka-mirror.default.orders": a failback needs provenance.enabled: true, so that records that came from this mirror's target (left-behind records mirrored forward later, or a mirror restarted by mistake) are never copied back`},
 		},
 		"negative durations": {
 			mutate: func(c *Config) {
