@@ -260,3 +260,74 @@ func recreateTopic(t *testing.T, cl *kfake.Cluster, topic string, partitions int
 		return err == nil || !errors.Is(err, sarama.ErrTopicAlreadyExists)
 	})
 }
+
+// TestFailbackMovesGroupsBackSkippingNothing: two application groups moved to the
+// target by a planned failover and back by the failback mirror's checkpoints. One read
+// everything on the target (its offset past the failback point translates exactly to
+// the source's end); the other committed on the target BELOW the failback point (it
+// had not read everything mirrored before the cutover): the failback mirror has no
+// offset sync below its start, so it does not translate it, and the source group keeps
+// the offset it had at the failover, which is earlier: its consumers read again what
+// they read on the target, and skip nothing.
+func TestFailbackMovesGroupsBackSkippingNothing(t *testing.T) {
+	const partitions, first, after = 2, 100, 40
+	c := newClusters(t, partitions, kfake.ClusterID("cluster-b"))
+	cfg := failoverConfig(t, c)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, first)
+	consumeAndCommit(t, c.source, "app-done", partitions*first)
+	for p := int32(0); p < partitions; p++ {
+		commitSourceOffset(t, c, "app-mid", p, 60)
+	}
+	atFailover := groupOffsetsOn(t, c.source, "app-mid")
+	if _, err := Failover(context.Background(), cfg, FailoverOptions{Mode: FailoverPlanned, Timeout: time.Minute}, failoverOpts(t)...); err != nil {
+		t.Fatal(err)
+	}
+	back := afterCutover(partitions)
+	back.produce(t, c.target, after)
+	// On the target: app-done reads everything written after the cutover, app-mid
+	// reads on but stops below the failback point.
+	consumeAndCommit(t, c.target, "app-done", partitions*after)
+	for p := int32(0); p < partitions; p++ {
+		commitSourceOffset(t, &testClusters{source: c.target}, "app-mid", p, 80+int64(p))
+	}
+	onTarget := groupOffsetsOn(t, c.target, "app-mid")
+	for p, o := range onTarget {
+		if o >= first || o <= atFailover[p] {
+			t.Fatalf("app-mid on the target at %d of partition %d, want between %d and the failback point %d", o, p, atFailover[p], first)
+		}
+	}
+
+	rcfg := reverseConfig(t, c, func(cfg *config.Config) {
+		cfg.Groups = &config.Groups{Include: []string{"app-.*"}, SyncInterval: config.Duration{Duration: 300 * time.Millisecond}}
+	})
+	r := startEngine(t, rcfg, testLogger(t))
+	got := readTarget(t, c.source, testTopic, partitions*(first+after), 500*time.Millisecond, 60*time.Second)
+	waitFor(t, 30*time.Second, "app-done checkpointed back on the source", func() bool {
+		o := groupOffsetsOn(t, c.source, "app-done")
+		return o[0] == first+after && o[1] == first+after
+	})
+	// A few more checkpoint rounds, which must leave app-mid where it was.
+	time.Sleep(time.Second)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	checkFailedBack(t, got, map[int32]int{0: first, 1: first}, back)
+	mid := groupOffsetsOn(t, c.source, "app-mid")
+	for p := int32(0); p < partitions; p++ {
+		// Below the failback point, source and target offsets of the mirrored records
+		// are equal here (one mirror from an empty target): the exact translation
+		// would be onTarget[p]. The group skips nothing if it is not past it.
+		if mid[p] > onTarget[p] {
+			t.Errorf("app-mid partition %d: source offset %d skips records %d..%d it never read", p, mid[p], onTarget[p], mid[p]-1)
+		}
+		t.Logf("app-mid partition %d: target offset %d (below the failback point %d) left the source group at %d: %d records read again",
+			p, onTarget[p], first, mid[p], onTarget[p]-mid[p])
+	}
+}
+
+// groupOffsetsOn reads group's committed offsets of testTopic on cl.
+func groupOffsetsOn(t *testing.T, cl *kfake.Cluster, group string) map[int32]int64 {
+	t.Helper()
+	return targetGroupOffsets(t, &testClusters{target: cl}, group)
+}
