@@ -118,6 +118,21 @@ metrics: {address: "0"}
 		t.Errorf("partition 1 listed as left behind:\n%s", out)
 	}
 
+	// The plan command of docs/failover.md, with this test's config, runs and prints
+	// the documented table.
+	docs, err := os.ReadFile(filepath.Join("..", "..", "docs", "failover.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := regexp.MustCompile(`(?m)^kafka-mirror failback (.*--plan-only)$`).FindStringSubmatch(string(docs))
+	if documented == nil {
+		t.Fatal("docs/failover.md has no kafka-mirror failback --plan-only command")
+	}
+	args := strings.Fields(strings.NewReplacer("reverse.yaml", reverse, "kafka-mirror.default.orders", "cli-forward").Replace(documented[1]))
+	if docOut, err := runCommand(t, append([]string{"failback"}, args...)...); err != nil || docOut != out {
+		t.Errorf("kafka-mirror failback %s: %v\n%s", documented[1], err, docOut)
+	}
+
 	for name, tc := range map[string]struct {
 		args []string
 		want string
