@@ -331,3 +331,46 @@ func groupOffsetsOn(t *testing.T, cl *kfake.Cluster, group string) map[int32]int
 	t.Helper()
 	return targetGroupOffsets(t, &testClusters{target: cl}, group)
 }
+
+// TestFailbackExactlyOnceAndListedOffsets: the failback mirror with delivery
+// exactlyOnce starts at the failback points too, and an initialPositions.offsets entry
+// wins over the failover's point of its partition.
+func TestFailbackExactlyOnceAndListedOffsets(t *testing.T) {
+	const partitions, first = 2, 60
+	c := newClusters(t, partitions, kfake.ClusterID("cluster-b"))
+	cfg := failoverConfig(t, c)
+	w := newWorkload(partitions)
+	w.produce(t, c.source, first)
+	if _, err := Failover(context.Background(), cfg, FailoverOptions{Mode: FailoverPlanned, Timeout: time.Minute}, failoverOpts(t)...); err != nil {
+		t.Fatal(err)
+	}
+	back := afterCutover(partitions)
+	back.produce(t, c.target, 30)
+	rcfg := reverseConfig(t, c, func(cfg *config.Config) {
+		cfg.Delivery = config.DeliveryExactlyOnce
+		// Partition 1 starts 10 records after its failback point.
+		cfg.InitialPositions.Offsets = []config.PartitionOffset{{Topic: testTopic, Partition: 1, Offset: first + 10}}
+	})
+	r := startEngine(t, rcfg, testLogger(t))
+	got := readTargetCommitted(t, c.source, testTopic, 2*first+30+20, 500*time.Millisecond, 60*time.Second)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	// Partition 1 lacks the 10 records before its listed offset.
+	var want []int
+	for i := 0; i < first; i++ {
+		want = append(want, i)
+	}
+	for i := backBase + 10; i < backBase+30; i++ {
+		want = append(want, i)
+	}
+	var ids []int
+	for _, rec := range got[1] {
+		_, i := recordID(t, rec)
+		ids = append(ids, i)
+	}
+	if !slices.Equal(ids, want) {
+		t.Errorf("source partition 1 holds %v, want %v", ids, want)
+	}
+	checkFailedBack(t, targetContent{0: got[0]}, map[int32]int{0: first}, &workload{partitions: 1, base: back.base, next: back.next[:1]})
+}
