@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -28,6 +29,9 @@ type FailbackPlan struct {
 	// OriginalSourceReachable reports that the failback mirror's target (the original
 	// source) answered; LeftBehind is then known per partition.
 	OriginalSourceReachable bool `json:"originalSourceReachable"`
+	// Groups lists, for every target group of the failback mirror's groups.include
+	// that committed on a failed-back partition, what its checkpoints will do.
+	Groups []FailbackPlanGroup `json:"groups,omitempty"`
 	// LeftBehind lists, per original source partition, the offsets that were never
 	// mirrored before the cutover: never mirrored back or forward by the failback, only
 	// listed (docs/failover.md says how to mirror or drop them).
@@ -48,6 +52,24 @@ type FailbackPlanPartition struct {
 	// the cutover that flow back (-1 when not known).
 	End    int64 `json:"end"`
 	ToCopy int64 `json:"toCopy"`
+}
+
+// FailbackPlanGroup is one group partition: the group's offset on the failback
+// mirror's source (the failed-over mirror's target, where its consumers moved), its
+// offset on the original source now, and what the failback mirror's checkpoints do.
+type FailbackPlanGroup struct {
+	Group     string `json:"group"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Offset is the group's committed offset on the failback mirror's source;
+	// FailbackPoint the partition's failback point; OriginalSourceOffset the group's
+	// offset on the original source now (-1: none, or the source did not answer).
+	Offset               int64 `json:"offset"`
+	FailbackPoint        int64 `json:"failbackPoint"`
+	OriginalSourceOffset int64 `json:"originalSourceOffset"`
+	// Action says what happens: translated by the checkpoints (at or past the failback
+	// point), or not translated and why.
+	Action string `json:"action"`
 }
 
 // FailbackLeftBehind is one original source partition's records that the failover
@@ -140,6 +162,9 @@ func PlanFailback(ctx context.Context, cfg *config.Config, opts ...Option) (*Fai
 		defer target.Close()
 		plan.OriginalSourceReachable = true
 	}
+	if cfg.GroupsEnabled() {
+		plan.Groups = planGroups(cfg, admin, target, fb)
+	}
 	for _, p := range fb.Points {
 		lb := FailbackLeftBehind{Topic: p.SourceTopic, Partition: p.Partition, From: p.LastMirroredOffset + 1, To: -1, Count: -1}
 		switch {
@@ -193,4 +218,59 @@ func planClient(cfg *config.Config, role string, o options) (sarama.Client, erro
 		cl = cfg.Target
 	}
 	return kafka.NewClientFromConfig(cl, sc, append([]kafka.Option{kafka.WithRole(role)}, o.kafkaOpts...)...)
+}
+
+// planGroups says, for every group of cfg's groups.include on the failback mirror's
+// source with an offset on a failed-back partition, what the checkpoints will do.
+func planGroups(cfg *config.Config, admin sarama.ClusterAdmin, target sarama.Client, fb *Failback) []FailbackPlanGroup {
+	sel, err := NewGroupSelector(cfg)
+	if err != nil {
+		return nil
+	}
+	list, err := admin.ListConsumerGroups()
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for g := range list {
+		if sel.Matches(g) {
+			names = append(names, g)
+		}
+	}
+	sort.Strings(names)
+	var targetAdmin sarama.ClusterAdmin
+	if target != nil {
+		targetAdmin, _ = sarama.NewClusterAdminFromClient(target)
+	}
+	var out []FailbackPlanGroup
+	for _, g := range names {
+		resp, err := listOffsets(admin, g, nil)
+		if err != nil || resp == nil {
+			continue
+		}
+		var orig *sarama.OffsetFetchResponse
+		if targetAdmin != nil {
+			orig, _ = listOffsets(targetAdmin, g, nil)
+		}
+		for _, p := range fb.Points {
+			b := blockOf(resp, p.Topic, p.Partition)
+			if b == nil || !errors.Is(b.Err, sarama.ErrNoError) || b.Offset < 0 {
+				continue
+			}
+			pg := FailbackPlanGroup{Group: g, Topic: p.Topic, Partition: p.Partition, Offset: b.Offset, FailbackPoint: p.Offset, OriginalSourceOffset: -1}
+			if ob := blockOf(orig, p.SourceTopic, p.Partition); ob != nil && errors.Is(ob.Err, sarama.ErrNoError) && ob.Offset >= 0 {
+				pg.OriginalSourceOffset = ob.Offset
+			}
+			switch {
+			case b.Offset >= p.Offset:
+				pg.Action = "translated by the checkpoints once mirrored (at or past the failback point)"
+			case pg.OriginalSourceOffset < 0:
+				pg.Action = "not translated (below the failback point) and no offset on the original source: its consumers start at auto.offset.reset there; commit one by hand (docs/failover.md)"
+			default:
+				pg.Action = fmt.Sprintf("not translated (below the failback point): keeps its offset %d on the original source, which reads again what it read on the target since, or skips what it was reset to read again", pg.OriginalSourceOffset)
+			}
+			out = append(out, pg)
+		}
+	}
+	return out
 }

@@ -128,6 +128,15 @@ func printFailbackPlan(out io.Writer, group string, p *mirror.FailbackPlan) {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", pp.Topic, pp.Partition, pp.FailbackPoint, orDash(pp.Start), pp.StartFrom, orDash(pp.End), orDash(pp.ToCopy))
 	}
 	_ = w.Flush()
+	if len(p.Groups) > 0 {
+		fmt.Fprintln(out)
+		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tOFFSET\tFAILBACK-POINT\tORIGINAL-SOURCE-OFFSET\tACTION")
+		for _, g := range p.Groups {
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", g.Group, g.Topic, g.Partition, g.Offset, g.FailbackPoint, orDash(g.OriginalSourceOffset), g.Action)
+		}
+		_ = w.Flush()
+	}
 	fmt.Fprintln(out)
 	if len(p.LeftBehind) == 0 {
 		fmt.Fprintln(out, "left behind on the original source: none")

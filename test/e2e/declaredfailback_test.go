@@ -129,7 +129,8 @@ func TestDeclaredFailback(t *testing.T) {
 	// A few more checkpoint rounds, which must leave app-b's partition 0 alone.
 	time.Sleep(3 * time.Second)
 	back.stop(time.Minute)
-	if plan, _ := os.ReadFile(logPath); !containsAll(string(plan), "TO-COPY-BACK", "failback point", "left behind on the original source: none") {
+	if plan, _ := os.ReadFile(logPath); !containsAll(string(plan), "TO-COPY-BACK", "failback point", "left behind on the original source: none",
+		"ORIGINAL-SOURCE-OFFSET", "not translated (below the failback point): keeps its offset 400 on the original source") {
 		t.Errorf("the failback printed no plan:\n%s", fileTail(logPath, 20))
 	}
 	// Read again after the stop: nothing more came.
