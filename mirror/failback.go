@@ -120,6 +120,14 @@ func isFailbackKey(k []byte) bool {
 // topic on the target (creating it when missing): the partition records, then the
 // header.
 func (f *failover) writeFailbackPoints(ctx context.Context) error {
+	if err := f.tryWriteFailbackPoints(ctx); err != nil {
+		return fmt.Errorf("everything else of the failover is done, but its failback points were not written, so a failback with initialPositions.fromFailover cannot start "+
+			"(run the failover again before anything is written to the target, or give the failback mirror the report's TARGET-END (FAILBACK) offsets as initialPositions.offsets): %w", err)
+	}
+	return nil
+}
+
+func (f *failover) tryWriteFailbackPoints(ctx context.Context) error {
 	r := f.report
 	if r.CutoverAt == nil {
 		return errors.New("the failover read no cutover: no failback point to write")
