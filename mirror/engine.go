@@ -57,6 +57,9 @@ type Engine struct {
 	caughtUp *caughtUp
 	// initial holds the start offsets of initialPositions (failback.go), read by Run.
 	initial initialPositions
+	// failback translates group offsets below the failback points (failback.go), nil
+	// unless initialPositions.fromFailover and groups are set.
+	failback *failbackTranslation
 
 	httpAddrMu  sync.Mutex
 	httpAddress string
@@ -240,7 +243,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			"targetCluster", string(e.provenance.targetID), "maxHops", e.provenance.maxHops, "strip", e.provenance.strip)
 	}
 	if err := e.life.untilStopped(ctx, func() (err error) {
-		e.initial, err = loadInitialPositions(ctx, e.cfg.InitialPositions, conns.sourceMeta, e.log)
+		e.initial, e.failback, err = loadInitialPositions(ctx, e.cfg, conns.sourceMeta, e.log)
 		return err
 	}, nil); err != nil {
 		conns.close()

@@ -271,15 +271,22 @@ type initialPositions map[partitionKey]initialPosition
 
 // loadInitialPositions reads initialPositions: the failback points of fromFailover
 // from the source cluster, then the listed offsets, which win for their partition.
-func loadInitialPositions(ctx context.Context, ip *config.InitialPositions, source sarama.Client, log logr.Logger) (initialPositions, error) {
+func loadInitialPositions(ctx context.Context, cfg *config.Config, source sarama.Client, log logr.Logger) (initialPositions, *failbackTranslation, error) {
+	ip := cfg.InitialPositions
 	if ip == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	out := initialPositions{}
+	var ft *failbackTranslation
 	if ip.FromFailover != "" {
 		fb, err := ReadFailback(ctx, source, ip.FromFailover)
 		if err != nil {
-			return nil, fmt.Errorf("initialPositions.fromFailover: %q: %w", ip.FromFailover, err)
+			return nil, nil, fmt.Errorf("initialPositions.fromFailover: %q: %w", ip.FromFailover, err)
+		}
+		if cfg.GroupsEnabled() {
+			if ft, err = newFailbackTranslation(ctx, source, ip.FromFailover, fb, log); err != nil {
+				return nil, nil, fmt.Errorf("initialPositions.fromFailover: %q: %w", ip.FromFailover, err)
+			}
 		}
 		from := fmt.Sprintf("the %s failover of mirror %q at %s", fb.Header.Mode, fb.Header.Mirror, fb.Header.CutoverAt.Format(time.RFC3339))
 		for _, p := range fb.Points {
@@ -292,7 +299,71 @@ func loadInitialPositions(ctx context.Context, ip *config.InitialPositions, sour
 		out[partitionKey{o.Topic, o.Partition}] = initialPosition{offset: o.Offset, topicID: o.TopicID,
 			from: fmt.Sprintf("initialPositions.offsets[%d]", i)}
 	}
-	return out, nil
+	return out, ft, nil
+}
+
+// failbackTranslation translates a group offset on a failback mirror's source that is
+// below the partition's failback point, where the failback mirror has no offset sync:
+// the records there were mirrored by the failed-over mirror, whose offset syncs (on
+// the same cluster, its target) say where each of them came from. The group has read
+// every record below its offset c, so it resumes on the original source at the
+// smallest source offset s whose copy is at or after c. Only an exact answer is
+// given (every translation around s exact); otherwise none, and the group keeps its
+// offset on the original source (earlier: it reads again, never skips).
+type failbackTranslation struct {
+	points map[partitionKey]FailbackPoint
+	store  *offsetSyncStore
+}
+
+// newFailbackTranslation reads the offset syncs of the failed-over mirror mirror from
+// client's cluster (its target).
+func newFailbackTranslation(ctx context.Context, client sarama.Client, mirror string, fb *Failback, log logr.Logger) (*failbackTranslation, error) {
+	ft := &failbackTranslation{points: map[partitionKey]FailbackPoint{}, store: newOffsetSyncStore(OffsetSyncTopic(mirror))}
+	for _, p := range fb.Points {
+		ft.points[partitionKey{p.Topic, p.Partition}] = p
+	}
+	if err := readOffsetSyncs(ctx, client, ft.store, log); err != nil {
+		return nil, fmt.Errorf("while reading its offset syncs: %w", err)
+	}
+	return ft, nil
+}
+
+func (ft *failbackTranslation) translate(tp partitionKey, c int64) (int64, bool) {
+	if ft == nil {
+		return 0, false
+	}
+	p, ok := ft.points[tp]
+	if !ok || c >= p.Offset || p.LastMirroredOffset < 0 {
+		return 0, false
+	}
+	src := partitionKey{p.SourceTopic, tp.partition}
+	id := ft.store.latestTopicID(src)
+	fwd := func(s int64) (int64, bool) {
+		to, exact, ok := ft.store.translate(src, id, s)
+		return to, ok && exact
+	}
+	// The smallest s in [0, last] whose copy is at or after c (translations grow with s).
+	lo, hi := int64(0), p.LastMirroredOffset+1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if to, ok := fwd(mid); ok && to >= c {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	s := lo
+	if s <= p.LastMirroredOffset {
+		if to, ok := fwd(s); !ok || to < c {
+			return 0, false
+		}
+	}
+	if s > 0 {
+		if to, ok := fwd(s - 1); !ok || to >= c {
+			return 0, false
+		}
+	}
+	return s, true
 }
 
 // startAtInitialPosition starts a claimed partition that has no progress at all at its

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/go-logr/logr"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
@@ -163,7 +164,11 @@ func PlanFailback(ctx context.Context, cfg *config.Config, opts ...Option) (*Fai
 		plan.OriginalSourceReachable = true
 	}
 	if cfg.GroupsEnabled() {
-		plan.Groups = planGroups(cfg, admin, target, fb)
+		ft, err := newFailbackTranslation(ctx, source, cfg.InitialPositions.FromFailover, fb, logr.Discard())
+		if err != nil {
+			return nil, err
+		}
+		plan.Groups = planGroups(cfg, admin, target, fb, ft)
 	}
 	for _, p := range fb.Points {
 		lb := FailbackLeftBehind{Topic: p.SourceTopic, Partition: p.Partition, From: p.LastMirroredOffset + 1, To: -1, Count: -1}
@@ -222,7 +227,7 @@ func planClient(cfg *config.Config, role string, o options) (sarama.Client, erro
 
 // planGroups says, for every group of cfg's groups.include on the failback mirror's
 // source with an offset on a failed-back partition, what the checkpoints will do.
-func planGroups(cfg *config.Config, admin sarama.ClusterAdmin, target sarama.Client, fb *Failback) []FailbackPlanGroup {
+func planGroups(cfg *config.Config, admin sarama.ClusterAdmin, target sarama.Client, fb *Failback, ft *failbackTranslation) []FailbackPlanGroup {
 	sel, err := NewGroupSelector(cfg)
 	if err != nil {
 		return nil
@@ -264,13 +269,28 @@ func planGroups(cfg *config.Config, admin sarama.ClusterAdmin, target sarama.Cli
 			switch {
 			case b.Offset >= p.Offset:
 				pg.Action = "translated by the checkpoints once mirrored (at or past the failback point)"
+			case translatedBelow(ft, p, b.Offset, &pg):
 			case pg.OriginalSourceOffset < 0:
 				pg.Action = "not translated (below the failback point) and no offset on the original source: its consumers start at auto.offset.reset there; commit one by hand (docs/failover.md)"
 			default:
-				pg.Action = fmt.Sprintf("not translated (below the failback point): keeps its offset %d on the original source, which reads again what it read on the target since, or skips what it was reset to read again", pg.OriginalSourceOffset)
+				pg.Action = fmt.Sprintf("not translated (below the failback point, no exact translation through the failed-over mirror's offset syncs): keeps its offset %d on the original source", pg.OriginalSourceOffset)
 			}
 			out = append(out, pg)
 		}
 	}
 	return out
+}
+
+// translatedBelow says, for a group offset below the failback point, where the
+// failed-over mirror's offset syncs translate it.
+func translatedBelow(ft *failbackTranslation, p FailbackPoint, offset int64, pg *FailbackPlanGroup) bool {
+	to, ok := ft.translate(partitionKey{p.Topic, p.Partition}, offset)
+	if !ok {
+		return false
+	}
+	pg.Action = fmt.Sprintf("translated by the checkpoints to %d, exactly, through the failed-over mirror's offset syncs (below the failback point)", to)
+	if pg.OriginalSourceOffset > to {
+		pg.Action += fmt.Sprintf("; not committed while the group's offset %d there is further (never moved back)", pg.OriginalSourceOffset)
+	}
+	return true
 }
