@@ -21,6 +21,8 @@ type demoOptions struct {
 	keepRunning bool
 	// activeActive plays the active-active scene instead (demo.RunActiveActive).
 	activeActive bool
+	// failover plays the failover and failback scene instead (demo.RunFailback).
+	failover bool
 	// exactlyOnce runs the engine with delivery exactlyOnce (demo.Options.ExactlyOnce).
 	exactlyOnce bool
 	// kafka is embedded (kfake) or real (Apache Kafka from the cache; demo.Options.RealKafka).
@@ -54,6 +56,13 @@ orders, two engines mirror dc1 -> dc2 and dc2 -> dc1 under the same name with lo
 prevention (provenance) on, both clusters are written at once, and each is audited by
 record id: its own records and its peer's, each exactly once, none looped back.
 
+With --failover it plays the failover scene: a mirror a -> b with an application
+group, a planned failover (kafka-mirror failover, its report printed) that moves the
+group to b, producers and the application working on b, then kafka-mirror failback
+(its plan printed), which copies back exactly what was written to b after the cutover
+and moves the group back to a. Both clusters are audited by record id: every record
+exactly once, and the application skipped nothing either way.
+
 With --exactly-once the engine runs with delivery exactlyOnce (records and source
 offsets in one target transaction per source partition) and the target is audited as a
 read_committed consumer reads it: after the kill -9 it must hold every record exactly
@@ -70,6 +79,9 @@ once, so a single duplicate fails the demo.`,
   # Two clusters mirroring the same topic into each other, without loops
   kafka-mirror demo --active-active
 
+  # Fail over to the other cluster and back, with an application group
+  kafka-mirror demo --failover
+
   # The kill scene with delivery exactlyOnce: 0 duplicates after the kill
   kafka-mirror demo --exactly-once
 
@@ -84,6 +96,9 @@ once, so a single duplicate fails the demo.`,
 			if o.kafka != "embedded" && o.kafka != "real" {
 				return fmt.Errorf("--kafka %q: want embedded (kfake clusters inside this process) or real (Apache Kafka brokers from the jars make kafka fetches)", o.kafka)
 			}
+			if o.kafka == "real" && o.failover {
+				return errors.New("--kafka real plays the main scene only; the failover scene runs on embedded clusters")
+			}
 			if o.kafka == "real" && o.activeActive {
 				return errors.New("--kafka real plays the main scene only; the active-active scene runs on embedded clusters")
 			}
@@ -92,6 +107,19 @@ once, so a single duplicate fails the demo.`,
 				return fmt.Errorf("while locating the kafka-mirror binary to run the engine: %w", err)
 			}
 			out := cmd.OutOrStdout()
+			if o.failover {
+				res, err := demo.RunFailback(cmd.Context(), demo.Options{
+					Records: records, Rate: o.rate, Out: out,
+					Engine: func(args ...string) *exec.Cmd { return exec.Command(self, args...) },
+				})
+				if err != nil {
+					if cmd.Context().Err() != nil {
+						return errors.New("interrupted: the engines were stopped and the clusters shut down")
+					}
+					return fmt.Errorf("the demo could not finish: %w", err)
+				}
+				return res.Err()
+			}
 			if o.activeActive {
 				res, err := demo.RunActiveActive(cmd.Context(), demo.Options{
 					Records: records, Rate: o.rate, Out: out,
@@ -142,6 +170,10 @@ once, so a single duplicate fails the demo.`,
 	f.BoolVar(&o.exactlyOnce, "exactly-once", false, "run the engine with delivery exactlyOnce and audit the target read_committed: the report must show 0 duplicates after the kill")
 	cmd.MarkFlagsMutuallyExclusive("active-active", "keep-running")
 	cmd.MarkFlagsMutuallyExclusive("active-active", "exactly-once")
+	f.BoolVar(&o.failover, "failover", false, "play the failover scene: a planned failover with an application group, then the failback, audited on both clusters")
+	cmd.MarkFlagsMutuallyExclusive("failover", "active-active")
+	cmd.MarkFlagsMutuallyExclusive("failover", "keep-running")
+	cmd.MarkFlagsMutuallyExclusive("failover", "exactly-once")
 	f.StringVar(&o.kafka, "kafka", "embedded", "the clusters: embedded (kfake inside this process, nothing to download) or real (two single-broker Apache Kafka clusters, JVMs from the jars `make kafka` fetches; about 10 s more)")
 	return cmd
 }

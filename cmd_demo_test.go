@@ -312,9 +312,57 @@ func TestDemoExitCode(t *testing.T) {
 
 // checkReportTimeLast checks that the report's time is not earlier than the stamp of any
 // event printed before it: it is the demo's whole time.
+// TestDemoFailover runs the failover scene with small numbers: a planned failover with
+// an application group, then the failback; both clusters audited, the group moved there
+// and back skipping nothing.
+func TestDemoFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two embedded clusters and three kafka-mirror processes for about 10 seconds")
+	}
+	cmd := kafkaMirror("demo", "--failover", "--records", "2000", "--rate", "0")
+	tmp := t.TempDir()
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the demo: %v", err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the demo failed (%v):\n%s", err, out.String())
+		}
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("the demo did not finish in 3 minutes:\n%s", out.String())
+	}
+	text := out.String()
+	t.Logf("the failover demo:\n%s", text)
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		t.Errorf("the demo passed but left %d entries in TMPDIR (%v): its work directory must go", len(left), err)
+	}
+	checkReportTimeLast(t, text)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^    planned failover of mirror "kafka-mirror.demo.a-to-b": completed$`),
+		regexp.MustCompile(`(?m)^    orders +0 +250 +250 +failback point +500 +250$`),
+		regexp.MustCompile(`(?m)^  on b, each once +2,000  of 2,000 produced on a and b \(lost 0, duplicated 0\)$`),
+		regexp.MustCompile(`(?m)^  read by the app on b +1,500  of 1,500 `),
+		regexp.MustCompile(`(?m)^  on a after failback, once +2,000  of 2,000 \(lost 0, duplicated 0`),
+		regexp.MustCompile(`(?m)^  app group back on a +2,000  summed offsets; a's end is 2,000 `),
+		regexp.MustCompile(`(?m)^PASSED: failed over and back`),
+	} {
+		if !want.MatchString(text) {
+			t.Errorf("the demo's output does not match %s", want)
+		}
+	}
+}
+
 func checkReportTimeLast(t *testing.T, text string) {
 	t.Helper()
-	report := regexp.MustCompile(`(?m)^(?:Verification|Active-active) report \(([0-9.]+)s\)$`).FindStringSubmatchIndex(text)
+	report := regexp.MustCompile(`(?m)^(?:Verification|Active-active|Failover and failback) report \(([0-9.]+)s\)$`).FindStringSubmatchIndex(text)
 	if report == nil {
 		t.Fatal("the demo printed no report line with its time")
 	}
@@ -330,6 +378,7 @@ func TestDemoKafkaFlag(t *testing.T) {
 	for args, want := range map[string]string{
 		"demo --kafka docker":               `--kafka "docker": want embedded`,
 		"demo --kafka real --active-active": "--kafka real plays the main scene only",
+		"demo --kafka real --failover":      "--kafka real plays the main scene only; the failover scene runs on embedded clusters",
 	} {
 		root := newRootCommand()
 		root.SetOut(&bytes.Buffer{})

@@ -15,7 +15,7 @@ func TestHelpTexts(t *testing.T) {
 		t.Errorf("kafka-mirror has no examples in its help")
 	}
 	checkExamples(t, root.Name(), root.Example)
-	want := map[string]bool{"demo": true, "failover": true, "manager": true, "offsets": true, "run": true, "validate": true, "version": true}
+	want := map[string]bool{"demo": true, "failback": true, "failover": true, "manager": true, "offsets": true, "run": true, "validate": true, "version": true}
 	for _, cmd := range root.Commands() {
 		name := cmd.Name()
 		if name == "help" || name == "completion" {

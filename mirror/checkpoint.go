@@ -116,6 +116,9 @@ type translator struct {
 	target      sarama.Client
 	store       *offsetSyncStore
 	log         logr.Logger
+	// failback, when set, translates the offsets below a failback mirror's start
+	// through the failed-over mirror's offset syncs (failback.go).
+	failback *failbackTranslation
 }
 
 func newTranslator(cfg *config.Config, sel *topics.Selector, c *connections, log logr.Logger) *translator {
@@ -190,6 +193,9 @@ func (tr *translator) translateOffsets(ctx context.Context, group string, resp *
 			if described {
 				if to, exact, ok := tr.store.translate(partitionKey{topic, p}, id, b.Offset); ok {
 					pt.TargetOffset, pt.Exact = to, exact
+				}
+				if to, ok := tr.failback.translate(partitionKey{topic, p}, b.Offset); ok && pt.TargetOffset < 0 {
+					pt.TargetOffset, pt.Exact = to, true
 				}
 			}
 			gt.Partitions = append(gt.Partitions, pt)
@@ -695,6 +701,7 @@ func (e *Engine) startCheckpoints(ctx context.Context, conns *connections, run f
 	done := e.syncs.start(e.cfg, e.kafkaOpts, conns.targetAdmin, stopCh, abortCh)
 	if e.checkpoints != nil {
 		e.checkpoints.tr = newTranslator(e.cfg, e.sel, conns, e.log)
+		e.checkpoints.tr.failback = e.failback
 		run(func() error { e.checkpoints.run(ctx); return nil })
 	}
 	var once sync.Once

@@ -55,6 +55,11 @@ type Engine struct {
 	// Set by Run once connected.
 	keeper   *progressKeeper
 	caughtUp *caughtUp
+	// initial holds the start offsets of initialPositions (failback.go), read by Run.
+	initial initialPositions
+	// failback translates group offsets below the failback points (failback.go), nil
+	// unless initialPositions.fromFailover and groups are set.
+	failback *failbackTranslation
 
 	httpAddrMu  sync.Mutex
 	httpAddress string
@@ -239,6 +244,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		e.log.Info("Set up loop prevention", "header", e.cfg.Provenance.Header, "sourceCluster", string(e.provenance.sourceID),
 			"targetCluster", string(e.provenance.targetID), "maxHops", e.provenance.maxHops, "strip", e.provenance.strip)
+	}
+	if err := e.life.untilStopped(ctx, func() (err error) {
+		e.initial, e.failback, err = loadInitialPositions(ctx, e.cfg, conns.sourceMeta, e.log)
+		return err
+	}, nil); err != nil {
+		conns.close()
+		return startFailed(err)
 	}
 	e.keeper = newProgressKeeper(e, conns.sourceAdmin, conns.targetAdmin, conns.targetMeta)
 	e.caughtUp = newCaughtUp(conns.sourceMeta, e.cfg.NoDataLossEnabled())

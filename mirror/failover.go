@@ -111,6 +111,9 @@ func Failover(ctx context.Context, cfg *config.Config, fo FailoverOptions, opts 
 		report: &FailoverReport{Mode: fo.Mode, Mirror: cfg.ConsumerGroup, StartedAt: time.Now().UTC(), Partitions: []FailoverPartition{}}}
 	f.deadline = time.Now().Add(fo.Timeout)
 	err := f.run(ctx)
+	if err == nil {
+		err = f.writeFailbackPoints(ctx)
+	}
 	f.report.CompletedAt = time.Now().UTC()
 	f.source.close()
 	f.target.close()

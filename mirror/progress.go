@@ -431,6 +431,8 @@ func (k *progressKeeper) startWithoutGroups(sess sarama.ConsumerGroupSession, so
 	marks map[partitionKey]position, log logr.Logger) (bool, error) {
 	p, ok := marks[tp]
 	switch {
+	case !ok && k.e.startAtInitialPosition(sess, tp, currentID, log):
+		return false, nil
 	case !ok:
 		start, err := k.startAtInitialOffset(sess, source, tp)
 		if err != nil {

@@ -234,6 +234,9 @@ func (t *progressTopic) read(ctx context.Context) (map[partitionKey]position, er
 		t.store, t.next = map[partitionKey]position{}, 0
 	}
 	next, err := readTopicToEnd(ctx, t.reader, t.name, t.next, end, func(m *sarama.ConsumerMessage) {
+		if isFailbackKey(m.Key) {
+			return // a failover's failback points (failback.go), not progress
+		}
 		tp, kerr := parseOffsetSyncKey(m.Key)
 		p, verr := decodeProgressRecord(m.Value)
 		if err := errors.Join(kerr, verr); err != nil {

@@ -63,7 +63,7 @@ applied (kafka-mirror validate).`,
 	}
 	var logFlags LogOptions
 	logFlags.AddFlags(root)
-	root.AddCommand(NewRunCommand(), NewValidateCommand(opts...), NewVersionCommand(), NewOffsetsCommand(), NewFailoverCommand())
+	root.AddCommand(NewRunCommand(), NewValidateCommand(opts...), NewVersionCommand(), NewOffsetsCommand(), NewFailoverCommand(), NewFailbackCommand())
 	root.AddCommand(o.commands...)
 	return root
 }

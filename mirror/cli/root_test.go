@@ -52,7 +52,7 @@ func TestRootCommand(t *testing.T) {
 			}
 		}
 	}
-	if want := "extra failover offsets run validate version"; strings.Join(got, " ") != want {
+	if want := "extra failback failover offsets run validate version"; strings.Join(got, " ") != want {
 		t.Errorf("subcommands = %q, want %q", got, want)
 	}
 }

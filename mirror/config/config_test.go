@@ -300,6 +300,25 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *Config) { c.InitialOffset = "earliest" },
 			want:   []string{`initialOffset: Unsupported value: "earliest": supported values: "oldest", "latest"`},
 		},
+		"initialPositions": {
+			mutate: func(c *Config) {
+				c.InitialPositions = &InitialPositions{Offsets: []PartitionOffset{
+					{Topic: "orders", Partition: 0, Offset: 10},
+					{Topic: "", Partition: -1, Offset: -5},
+					{Topic: "orders", Partition: 0, Offset: 20},
+				}}
+			},
+			want: []string{
+				"initialPositions.offsets[1].topic: Required value: the source topic",
+				"initialPositions.offsets[1].partition: Invalid value: -1: must be 0 or more",
+				"initialPositions.offsets[1].offset: Invalid value: -5: must be 0 or more",
+				`initialPositions.offsets[2]: Duplicate value: "orders partition 0, also at offsets[0]"`,
+			},
+		},
+		"fromFailover without provenance": {
+			mutate: func(c *Config) { c.InitialPositions = &InitialPositions{FromFailover: "kafka-mirror.default.orders"} },
+			want:   []string{`initialPositions.fromFailover: Invalid value: "kafka-mirror.default.orders": a failback needs provenance.enabled: true, so that records that came from this mirror's target (left-behind records mirrored forward later, or a mirror restarted by mistake) are never copied back`},
+		},
 		"negative durations": {
 			mutate: func(c *Config) {
 				c.OffsetCommitInterval.Duration = -time.Second

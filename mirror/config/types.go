@@ -29,6 +29,12 @@ type Config struct {
 	// nor the target-side progress knows how far it was mirrored: oldest (every record
 	// still in the source) or latest (only records written from now on). Default oldest.
 	InitialOffset InitialOffset `json:"initialOffset,omitempty"`
+	// InitialPositions gives listed source partitions their own start offset, used
+	// instead of initialOffset when neither the source group nor the target-side
+	// progress knows how far the partition was mirrored. A failback starts this way
+	// where the failover left the target (docs/failover.md). Partitions not listed
+	// start at initialOffset.
+	InitialPositions *InitialPositions `json:"initialPositions,omitempty"`
 	// Topics selects and names the topics to mirror.
 	Topics Topics `json:"topics"`
 	// Partitioning chooses the target partition of each record. Default preserve.
@@ -494,3 +500,29 @@ func (c *Config) SyncTopicConfigsEnabled() bool {
 
 // SyncTopicsEnabled reports whether the engine syncs target topics itself (the default).
 func (c *Config) SyncTopicsEnabled() bool { return c.SyncTopics == nil || *c.SyncTopics }
+
+// InitialPositions are start offsets for source partitions the mirror has no progress
+// of.
+type InitialPositions struct {
+	// FromFailover is the consumerGroup of a mirror that failed over to this mirror's
+	// SOURCE cluster (this mirror is its reverse): the engine reads the failback points
+	// that failover wrote to the progress topic of that group on the source cluster and
+	// starts every partition without progress of its own at the target end offset of
+	// the cutover (when the topic is still the same incarnation). No failover record
+	// there stops the engine with an error. Requires provenance.enabled.
+	FromFailover string `json:"fromFailover,omitempty"`
+	// Offsets lists the start offset of each listed source partition.
+	Offsets []PartitionOffset `json:"offsets,omitempty"`
+}
+
+// PartitionOffset is the start offset of one source partition.
+type PartitionOffset struct {
+	// Topic and Partition name the source partition.
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// TopicID, when set, is the topic's ID (its incarnation) the offset was taken from:
+	// the offset is not used for a topic deleted and created again since.
+	TopicID string `json:"topicId,omitempty"`
+	// Offset is the first source offset to mirror.
+	Offset int64 `json:"offset"`
+}

@@ -67,6 +67,11 @@ func (c *Config) ValidateFields(root *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(root.Child("initialOffset"), c.InitialOffset,
 			[]InitialOffset{InitialOffsetOldest, InitialOffsetLatest}))
 	}
+	errs = append(errs, c.InitialPositions.validate(root.Child("initialPositions"))...)
+	if c.InitialPositions != nil && c.InitialPositions.FromFailover != "" && (c.Provenance == nil || !c.Provenance.Enabled) {
+		errs = append(errs, field.Invalid(root.Child("initialPositions", "fromFailover"), c.InitialPositions.FromFailover,
+			"a failback needs provenance.enabled: true, so that records that came from this mirror's target (left-behind records mirrored forward later, or a mirror restarted by mistake) are never copied back"))
+	}
 	errs = append(errs, c.Topics.validate(root.Child("topics"))...)
 	switch c.Partitioning {
 	case PartitioningPreserve, PartitioningHash, PartitioningRoundRobin:
@@ -382,6 +387,33 @@ func (c *Config) validateDelivery(root *field.Path) field.ErrorList {
 	case iv > c.OffsetCommitInterval.Duration:
 		errs = append(errs, field.Invalid(root.Child("transactionInterval"), c.TransactionInterval.String(),
 			fmt.Sprintf("must be at most offsetCommitInterval (%s)", c.OffsetCommitInterval.String())))
+	}
+	return errs
+}
+
+func (p *InitialPositions) validate(path *field.Path) field.ErrorList {
+	if p == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	seen := map[string]int{}
+	for i, o := range p.Offsets {
+		at := path.Child("offsets").Index(i)
+		if strings.TrimSpace(o.Topic) == "" {
+			errs = append(errs, field.Required(at.Child("topic"), "the source topic"))
+		}
+		if o.Partition < 0 {
+			errs = append(errs, field.Invalid(at.Child("partition"), o.Partition, "must be 0 or more"))
+		}
+		if o.Offset < 0 {
+			errs = append(errs, field.Invalid(at.Child("offset"), o.Offset, "must be 0 or more"))
+		}
+		key := fmt.Sprintf("%s/%d", o.Topic, o.Partition)
+		if j, ok := seen[key]; ok {
+			errs = append(errs, field.Duplicate(at, fmt.Sprintf("%s partition %d, also at offsets[%d]", o.Topic, o.Partition, j)))
+		} else {
+			seen[key] = i
+		}
 	}
 	return errs
 }
