@@ -21,7 +21,7 @@ import (
 // +kubebuilder:printcolumn:name="In Sync",type=integer,JSONPath=`.status.topics.inSync`,priority=1,description="Topics whose target partition count matches the source"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the mirror is or is not ready"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.initialPositions) || self.spec.initialPositions.fromFailover != self.metadata.name",message="spec.initialPositions.fromFailover names this KafkaMirror itself: name the KafkaMirror that failed over into this one's source cluster"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.initialPositions) || self.spec.initialPositions.fromFailover != self.metadata.name",message="initialPositions.fromFailover names this KafkaMirror itself: name the KafkaMirror that failed over into this one's source cluster",fieldPath=".spec.initialPositions.fromFailover"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 48",message="metadata.name must be at most 48 characters, so that the names of the mirror's Deployment and Service stay within 63"
 type KafkaMirror struct {
 	metav1.TypeMeta `json:",inline"`
@@ -61,8 +61,8 @@ type KafkaMirrorList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.delivery) || self.delivery != 'exactlyOnce' || !has(self.partitioning) || self.partitioning == 'preserve'",message="delivery exactlyOnce needs partitioning preserve: its transactions and fencing are per source partition"
 // +kubebuilder:validation:XValidation:rule="!has(self.delivery) || self.delivery != 'exactlyOnce' || !has(self.handlers) || self.handlers.all(h, !has(h.name) || size(h.name) == 0)",message="delivery exactlyOnce allows CEL handlers only: a named handler may fan a record out"
 // +kubebuilder:validation:XValidation:rule="!has(self.transactionInterval) || !has(self.offsetCommitInterval) || duration(self.transactionInterval) <= duration(self.offsetCommitInterval)",message="transactionInterval must be at most offsetCommitInterval"
-// +kubebuilder:validation:XValidation:rule="has(self.initialPositions) == has(oldSelf.initialPositions) && (!has(self.initialPositions) || self.initialPositions == oldSelf.initialPositions)",message="initialPositions is immutable: it can only be given at creation, because a mirror that already ran starts from its own progress"
-// +kubebuilder:validation:XValidation:rule="!has(self.initialPositions) || (has(self.provenance) && has(self.provenance.enabled) && self.provenance.enabled)",message="initialPositions.fromFailover needs provenance.enabled: true, so that records mirrored back cannot loop to the cluster they came from"
+// +kubebuilder:validation:XValidation:rule="has(self.initialPositions) == has(oldSelf.initialPositions) && (!has(self.initialPositions) || self.initialPositions == oldSelf.initialPositions)",message="initialPositions is immutable: it can only be given at creation, because a mirror that already ran starts from its own progress",fieldPath=".initialPositions"
+// +kubebuilder:validation:XValidation:rule="!has(self.initialPositions) || (has(self.provenance) && has(self.provenance.enabled) && self.provenance.enabled)",message="initialPositions.fromFailover needs provenance.enabled: true, so that records mirrored back cannot loop to the cluster they came from",fieldPath=".provenance.enabled"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.failover) || has(self.failover)",message="failover cannot be removed once set: a failed-over mirror stays stopped, since its consumers and producers may already use the target; to mirror again create a new KafkaMirror (or a reverse one)"
 type KafkaMirrorSpec struct {
 	// source is the cluster records are read from.
