@@ -106,7 +106,8 @@ func TestFailbackWaitsForTheFailover(t *testing.T) {
 	if err := get(d, ns, back+"-mirror"); err != nil || *d.Spec.Replicas != 1 {
 		t.Fatalf("the failback mirror's Deployment has %v replicas (%v), want 1", d.Spec.Replicas, err)
 	}
-	m, _ := waitCondition(t, ns, back, v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonReconciled)
+	// The status is written at the end of the reconcile that wrote the children.
+	m, _ := waitCondition(t, ns, back, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotReady)
 	if ip := m.Status.InitialPositions; ip == nil || ip.FromFailover != orig || ip.ConsumerGroup != "orders-mirror" || ip.ResolvedTime == nil {
 		t.Fatalf("status.initialPositions is %+v, want the resolved failover", ip)
 	}

@@ -337,8 +337,6 @@ func TestFailoverJobDeadline(t *testing.T) {
 			if d := job.Spec.ActiveDeadlineSeconds; d == nil || *d != tc.want {
 				t.Fatalf("activeDeadlineSeconds is %v, want %d", d, tc.want)
 			}
-			_, cond := waitCondition(t, ns, tc.name, v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, v1alpha1.ReasonFailingOver)
-			expect(t, "TopicsSynced message while failing over", cond.Message, "the topics are not synced during a failover")
 		})
 	}
 
@@ -355,6 +353,34 @@ func TestFailoverJobDeadline(t *testing.T) {
 	if f := m.Status.Failover; f.Phase != v1alpha1.FailoverFailed || f.Message != want || f.CompletionTime == nil {
 		t.Fatalf("status.failover is %+v, want Failed at the deadline", f)
 	}
-	_, cond = waitCondition(t, ns, name, v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, v1alpha1.ReasonFailoverFailed)
-	expect(t, "TopicsSynced message after the failover failed", cond.Message, "the topics are not synced: the failover failed and the mirror stays stopped")
+}
+
+// TestTopicsSyncedDuringFailover: the topic sync stops with a declared failover, and
+// TopicsSynced says so (it kept saying "in sync" from the last sync before): False
+// while the failover runs, and after it completed or failed.
+func TestTopicsSyncedDuringFailover(t *testing.T) {
+	requireEnv(t)
+	t.Parallel()
+	const ns = "t-failover"
+	for name, failed := range map[string]bool{"topics-completed": false, "topics-failed": true} {
+		t.Run(name, func(t *testing.T) {
+			create(t, testMirror(ns, name, name+`\..*`))
+			waitCondition(t, ns, name, v1alpha1.ConditionTopicsSynced, metav1.ConditionTrue, v1alpha1.ReasonNoTopicsSelected)
+			declareFailover(t, ns, name, v1alpha1.FailoverSpec{Mode: "immediate"})
+			job := waitFailoverJob(t, ns, name, "")
+			_, cond := waitCondition(t, ns, name, v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, v1alpha1.ReasonFailingOver)
+			expect(t, "TopicsSynced message while failing over", cond.Message, "the topics are not synced during a failover")
+
+			report := &mirror.FailoverReport{Mode: mirror.FailoverImmediate, Mirror: name, Completed: !failed}
+			reason, want := v1alpha1.ReasonFailedOver, "the mirror failed over: its topics are no longer synced"
+			if failed {
+				report.Error = "the target did not answer"
+				reason, want = v1alpha1.ReasonFailoverFailed, "the topics are not synced: the failover failed and the mirror stays stopped"
+			}
+			_, summary := report.Summarize()
+			finishFailoverJob(t, job, name+"-failover-abcde", string(summary), failed)
+			_, cond = waitCondition(t, ns, name, v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, reason)
+			expect(t, "TopicsSynced message after the failover", cond.Message, want)
+		})
+	}
 }
