@@ -71,7 +71,10 @@ func TestFailbackWaitsForTheFailover(t *testing.T) {
 	const ns, orig, back = "t-failover", "fb-orig", "fb-back"
 	create(t, testMirror(ns, orig, `fb\..*`, func(m *v1alpha1.KafkaMirror) { m.Spec.ConsumerGroup = "orders-mirror" }))
 	waitCondition(t, ns, orig, v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonReconciled)
-	create(t, testMirror(ns, back, `fb\..*`, failbackFrom(orig)))
+	create(t, testMirror(ns, back, `fb\..*`, failbackFrom(orig), func(m *v1alpha1.KafkaMirror) {
+		// Longer than the test: only the watch on the named mirror can end the wait.
+		m.Spec.TopicSyncInterval = &metav1.Duration{Duration: time.Hour}
+	}))
 
 	_, cond := waitCondition(t, ns, back, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonWaitingForFailover)
 	expect(t, "Ready message", cond.Message,
