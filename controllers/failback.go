@@ -171,11 +171,15 @@ func (r *KafkaMirrorReconciler) watchFailbacks() handler.EventHandler {
 }
 
 // neverMirrorTogether tells whether m and o never mirror at the same time, so that they
-// cannot close a mirror loop: one of them declares a failover (it stops for good), or
-// one fails back from the other (it starts only once the other's failover completed).
+// cannot close a mirror loop: one fails back from the other (it starts only once the
+// other's failover completed, and a failed-over mirror stays stopped), or one completed
+// a failover. A failover still running may yet drain records: that one counts.
 func neverMirrorTogether(m, o *v1alpha1.KafkaMirror) bool {
 	failsBackFrom := func(a, b *v1alpha1.KafkaMirror) bool {
 		return a.Namespace == b.Namespace && a.Spec.InitialPositions != nil && a.Spec.InitialPositions.FromFailover == b.Name
 	}
-	return m.Spec.Failover != nil || o.Spec.Failover != nil || failsBackFrom(m, o) || failsBackFrom(o, m)
+	failedOver := func(a *v1alpha1.KafkaMirror) bool {
+		return a.Spec.Failover != nil && failoverPhase(a) == v1alpha1.FailoverCompleted
+	}
+	return failsBackFrom(m, o) || failsBackFrom(o, m) || failedOver(m) || failedOver(o)
 }

@@ -84,6 +84,21 @@ func TestFindMirrorLoop(t *testing.T) {
 				m.Spec.Failover = &v1alpha1.FailoverSpec{Mode: "planned"}
 			})},
 		},
+		"a reverse mirror of a failed-over mirror": {
+			m: mirror("ab", dc1, dc2, "orders"),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders", func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Failover = &v1alpha1.FailoverSpec{Mode: "planned"}
+				m.Status.Failover = &v1alpha1.FailoverStatus{Phase: v1alpha1.FailoverCompleted}
+			})},
+		},
+		"a reverse mirror of a mirror still failing over": {
+			m: mirror("ab", dc1, dc2, "orders"),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders", func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Failover = &v1alpha1.FailoverSpec{Mode: "planned"}
+				m.Status.Failover = &v1alpha1.FailoverStatus{Phase: v1alpha1.FailoverRunning}
+			})},
+			peer: "KafkaMirror ba", topic: "orders",
+		},
 		"a failback whose failover is not declared yet": {
 			m: mirror("ab", dc1, dc2, "orders", provenance, func(m *v1alpha1.KafkaMirror) {
 				m.Spec.InitialPositions = &v1alpha1.InitialPositionsSpec{FromFailover: "ba"}
