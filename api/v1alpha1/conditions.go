@@ -141,14 +141,15 @@ const (
 	// alone, and Ready, TopicsSynced and Stalled keep what they said before the pause.
 	ReasonReconcileDisabled = "ReconcileDisabled"
 
-	// ReasonFailedOver (FailedOver=True, Ready=False): spec.failover completed; the
+	// ReasonFailedOver (FailedOver=True, Ready=False, TopicsSynced=False): spec.failover completed; the
 	// mirror stays stopped and status.failover.report says what was left behind.
 	ReasonFailedOver = "FailedOver"
-	// ReasonFailingOver (FailedOver=False, Ready=False): spec.failover is under way:
+	// ReasonFailingOver (FailedOver=False, Ready=False, TopicsSynced=False): spec.failover is under way:
 	// the mirror is stopping or the failover Job runs.
 	ReasonFailingOver = "FailingOver"
-	// ReasonFailoverFailed (FailedOver=False, Ready=False): the failover Job failed;
-	// status.failover.message says why. Deleting the Job <name>-failover retries it.
+	// ReasonFailoverFailed (FailedOver=False, Ready=False, TopicsSynced=False): the failover Job failed;
+	// status.failover.message says why (the engine's error, or the Job's deadline
+	// passed). Deleting the Job <name>-failover retries it.
 	ReasonFailoverFailed = "FailoverFailed"
 
 	// ReasonWaitingForFailover (Ready=False, TopicsSynced=False, Reconciling=True): the
