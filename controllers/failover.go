@@ -34,6 +34,17 @@ const (
 	failoverJobRecheck  = 30 * time.Second
 )
 
+// The failover Job's deadline (activeDeadlineSeconds): the engine's own bound on the
+// failover (spec.failover.timeout, or the engine's default for the mode) plus
+// failoverJobMargin for the pod to be scheduled, pull its image and connect. An
+// immediate failover bounds each wait for a cluster by the timeout, not the whole
+// operation: its Job gets immediateFailoverWaits of them. A Job past its deadline is
+// stopped by the Job controller and the failover is Failed, saying so.
+const (
+	failoverJobMargin      = 5 * time.Minute
+	immediateFailoverWaits = 10
+)
+
 // maxFailoverMessageBytes bounds the text of a termination message kept in status.
 const maxFailoverMessageBytes = 1024
 
@@ -121,6 +132,8 @@ func (r *KafkaMirrorReconciler) followFailoverJob(ctx context.Context, m *v1alph
 		st.Report = failoverReport(summary)
 	}
 	switch {
+	case failed && deadlineExceeded(job):
+		st.Phase, st.Message = v1alpha1.FailoverFailed, deadlineMessage(m, job, msg, isSummary)
 	case !failed:
 		st.Phase, st.Message = v1alpha1.FailoverCompleted, completedMessage(summary, isSummary)
 	case isSummary && summary.Error != "":
@@ -131,6 +144,63 @@ func (r *KafkaMirrorReconciler) followFailoverJob(ctx context.Context, m *v1alph
 		st.Phase, st.Message = v1alpha1.FailoverFailed, why
 	}
 	return stopWith(ctrl.Result{}), nil
+}
+
+// deadlineExceeded tells whether the Job controller stopped job at its
+// activeDeadlineSeconds.
+func deadlineExceeded(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue && c.Reason == batchv1.JobReasonDeadlineExceeded {
+			return true
+		}
+	}
+	return false
+}
+
+// deadlineMessage says that the failover Job of m was stopped at its deadline, with
+// the end of what its pod said when that is no summary.
+func deadlineMessage(m *v1alpha1.KafkaMirror, job *batchv1.Job, msg string, isSummary bool) string {
+	deadline := failoverDeadline(m.Spec.Failover)
+	if s := job.Spec.ActiveDeadlineSeconds; s != nil {
+		deadline = time.Duration(*s) * time.Second
+	}
+	out := fmt.Sprintf("the failover Job %s passed its deadline of %s (%s) and was stopped; delete the Job to run the failover again",
+		job.Name, deadline, deadlineBasis(m.Spec.Failover))
+	if msg != "" && !isSummary {
+		out += "; its last output: " + truncate(msg, maxFailoverMessageBytes/2)
+	}
+	return out
+}
+
+// failoverDeadline is the activeDeadlineSeconds of the failover Job for f.
+func failoverDeadline(f *v1alpha1.FailoverSpec) time.Duration {
+	timeout, waits := failoverTimeout(f)
+	return time.Duration(waits)*timeout + failoverJobMargin
+}
+
+// failoverTimeout is the engine's bound for f and how many of it the Job allows.
+func failoverTimeout(f *v1alpha1.FailoverSpec) (time.Duration, int) {
+	timeout, waits := mirror.DefaultPlannedFailoverTimeout, 1
+	if f.Mode == string(mirror.FailoverImmediate) {
+		timeout, waits = mirror.DefaultImmediateFailoverTimeout, immediateFailoverWaits
+	}
+	if f.Timeout != nil {
+		timeout = f.Timeout.Duration
+	}
+	return timeout, waits
+}
+
+// deadlineBasis says how failoverDeadline came about, for the message.
+func deadlineBasis(f *v1alpha1.FailoverSpec) string {
+	timeout, waits := failoverTimeout(f)
+	what := "spec.failover.timeout " + timeout.String()
+	if f.Timeout == nil {
+		what = "the default timeout " + timeout.String()
+	}
+	if waits > 1 {
+		what = fmt.Sprintf("%d waits of %s", waits, what)
+	}
+	return fmt.Sprintf("%s plus %s for the pod to start", what, failoverJobMargin)
 }
 
 // jobOutcome tells whether job finished, whether it failed, when, and the Job
@@ -264,8 +334,9 @@ func failoverJob(m *v1alpha1.KafkaMirror, image, configHash string) *batchv1.Job
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: meta,
 		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To[int32](0),
-			Template:     tmpl,
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To(int64(failoverDeadline(m.Spec.Failover).Seconds())),
+			Template:              tmpl,
 		},
 	}
 }
@@ -296,8 +367,18 @@ func failoverState(prev, observed *v1alpha1.FailoverStatus) *v1alpha1.FailoverSt
 	return &v1alpha1.FailoverStatus{Phase: v1alpha1.FailoverPending, Message: "spec.failover is set; the operator has not acted on it yet"}
 }
 
-// failoverConditions sets FailedOver, Ready and Reconciling for a declared failover.
+// failoverConditions sets FailedOver, Ready, Reconciling and TopicsSynced for a
+// declared failover. The topic sync stops with the failover: TopicsSynced says so, and
+// no longer what the last sync found.
 func failoverConditions(f *v1alpha1.FailoverStatus, set func(typ string, status metav1.ConditionStatus, reason, msg string)) {
+	switch f.Phase {
+	case v1alpha1.FailoverCompleted:
+		set(v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, v1alpha1.ReasonFailedOver, "the mirror failed over: its topics are no longer synced")
+	case v1alpha1.FailoverFailed:
+		set(v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, v1alpha1.ReasonFailoverFailed, "the topics are not synced: the failover failed and the mirror stays stopped")
+	default:
+		set(v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, v1alpha1.ReasonFailingOver, "the topics are not synced during a failover")
+	}
 	switch f.Phase {
 	case v1alpha1.FailoverCompleted:
 		set(v1alpha1.ConditionFailedOver, metav1.ConditionTrue, v1alpha1.ReasonFailedOver, f.Message)

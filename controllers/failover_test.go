@@ -71,6 +71,18 @@ func testPod(ns, name string, lbls map[string]string, owner client.Object, kind 
 // marked Complete (failed false) or Failed.
 func finishFailoverJob(t *testing.T, job *batchv1.Job, podName, message string, failed bool) {
 	t.Helper()
+	reason := ""
+	if failed {
+		reason = batchv1.JobReasonBackoffLimitExceeded
+	}
+	endFailoverJob(t, job, podName, message, reason)
+}
+
+// endFailoverJob is finishFailoverJob with the Job controller's reason for a failure
+// (BackoffLimitExceeded, DeadlineExceeded); "" completes the Job.
+func endFailoverJob(t *testing.T, job *batchv1.Job, podName, message, failReason string) {
+	t.Helper()
+	failed := failReason != ""
 	ctx := context.Background()
 	pod := testPod(job.Namespace, podName, map[string]string{jobNameLabel: job.Name}, job, "Job")
 	create(t, pod)
@@ -103,7 +115,7 @@ func finishFailoverJob(t *testing.T, job *batchv1.Job, podName, message string, 
 		}
 		if failed {
 			j.Status.Failed = 1
-			j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobFailureTarget, "BackoffLimitExceeded"), cond(batchv1.JobFailed, "BackoffLimitExceeded")}
+			j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobFailureTarget, failReason), cond(batchv1.JobFailed, failReason)}
 		} else {
 			j.Status.Succeeded = 1
 			j.Status.CompletionTime = &now
@@ -296,5 +308,79 @@ func TestFailoverIsFinal(t *testing.T) {
 	m := celMirror("failover-mode", func(m *v1alpha1.KafkaMirror) { m.Spec.Failover = &v1alpha1.FailoverSpec{Mode: "sideways"} })
 	if err := env.client.Create(context.Background(), m); err == nil || !strings.Contains(err.Error(), "spec.failover.mode") {
 		t.Fatalf("mode sideways: create returned %v, want a refusal at spec.failover.mode", err)
+	}
+}
+
+// TestFailoverJobDeadline: the failover Job carries a deadline (the engine's timeout
+// plus a margin for the pod to start), and a Job the Job controller stopped at it
+// fails the failover saying so, with the end of the pod's output. TopicsSynced follows
+// the failover: the topics are not synced while it runs nor after it failed.
+func TestFailoverJobDeadline(t *testing.T) {
+	requireEnv(t)
+	t.Parallel()
+	const ns = "t-failover"
+	tests := map[string]struct {
+		name     string
+		failover v1alpha1.FailoverSpec
+		want     int64
+	}{
+		"planned with a timeout": {name: "deadline-planned", failover: v1alpha1.FailoverSpec{Mode: "planned", Timeout: &metav1.Duration{Duration: 2 * time.Minute}}, want: 7 * 60},
+		"planned by default":     {name: "deadline-default", failover: v1alpha1.FailoverSpec{Mode: "planned"}, want: 10 * 60},
+		"immediate by default":   {name: "deadline-immediate", failover: v1alpha1.FailoverSpec{Mode: "immediate"}, want: 10*30 + 5*60},
+	}
+	for tname, tc := range tests {
+		t.Run(tname, func(t *testing.T) {
+			create(t, testMirror(ns, tc.name, tc.name+`\..*`))
+			waitCondition(t, ns, tc.name, v1alpha1.ConditionTopicsSynced, metav1.ConditionTrue, v1alpha1.ReasonNoTopicsSelected)
+			declareFailover(t, ns, tc.name, tc.failover)
+			job := waitFailoverJob(t, ns, tc.name, "")
+			if d := job.Spec.ActiveDeadlineSeconds; d == nil || *d != tc.want {
+				t.Fatalf("activeDeadlineSeconds is %v, want %d", d, tc.want)
+			}
+		})
+	}
+
+	// The Job controller stops the Job at its deadline: the pod is killed, the kubelet
+	// keeps the tail of its log as the termination message.
+	const name = "deadline-planned"
+	job := waitFailoverJob(t, ns, name, "")
+	const tail = `{"level":"info","msg":"Waited for the mirror to drain","behind":3}`
+	endFailoverJob(t, job, name+"-failover-abcde", tail, batchv1.JobReasonDeadlineExceeded)
+	m, cond := waitCondition(t, ns, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonFailoverFailed)
+	want := "the failover Job deadline-planned-failover passed its deadline of 7m0s (spec.failover.timeout 2m0s plus 5m0s for the pod to start) and was stopped; " +
+		"delete the Job to run the failover again; its last output: " + tail
+	expect(t, "Ready message", cond.Message, want)
+	if f := m.Status.Failover; f.Phase != v1alpha1.FailoverFailed || f.Message != want || f.CompletionTime == nil {
+		t.Fatalf("status.failover is %+v, want Failed at the deadline", f)
+	}
+}
+
+// TestTopicsSyncedDuringFailover: the topic sync stops with a declared failover, and
+// TopicsSynced says so (it kept saying "in sync" from the last sync before): False
+// while the failover runs, and after it completed or failed.
+func TestTopicsSyncedDuringFailover(t *testing.T) {
+	requireEnv(t)
+	t.Parallel()
+	const ns = "t-failover"
+	for name, failed := range map[string]bool{"topics-completed": false, "topics-failed": true} {
+		t.Run(name, func(t *testing.T) {
+			create(t, testMirror(ns, name, name+`\..*`))
+			waitCondition(t, ns, name, v1alpha1.ConditionTopicsSynced, metav1.ConditionTrue, v1alpha1.ReasonNoTopicsSelected)
+			declareFailover(t, ns, name, v1alpha1.FailoverSpec{Mode: "immediate"})
+			job := waitFailoverJob(t, ns, name, "")
+			_, cond := waitCondition(t, ns, name, v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, v1alpha1.ReasonFailingOver)
+			expect(t, "TopicsSynced message while failing over", cond.Message, "the topics are not synced during a failover")
+
+			report := &mirror.FailoverReport{Mode: mirror.FailoverImmediate, Mirror: name, Completed: !failed}
+			reason, want := v1alpha1.ReasonFailedOver, "the mirror failed over: its topics are no longer synced"
+			if failed {
+				report.Error = "the target did not answer"
+				reason, want = v1alpha1.ReasonFailoverFailed, "the topics are not synced: the failover failed and the mirror stays stopped"
+			}
+			_, summary := report.Summarize()
+			finishFailoverJob(t, job, name+"-failover-abcde", string(summary), failed)
+			_, cond = waitCondition(t, ns, name, v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, reason)
+			expect(t, "TopicsSynced message after the failover", cond.Message, want)
+		})
 	}
 }

@@ -263,6 +263,9 @@ func (r *KafkaMirrorReconciler) SetupWithManager(mgr manager.Manager, o ManagerO
 		Owns(&policyv1.PodDisruptionBudget{}).
 		// The failover Job's progress (spec.failover).
 		Owns(&batchv1.Job{}).
+		// A failover completed (or changed) that failback mirrors wait for
+		// (spec.initialPositions.fromFailover).
+		Watches(&v1alpha1.KafkaMirror{}, r.watchFailbacks(), builder.WithPredicates(failbackRelevant)).
 		// A referenced Secret changed (secretPoller).
 		WatchesRawSource(source.Channel(secretChanged, &handler.EnqueueRequestForObject{})).
 		// A finished topic sync (run off the workers) enqueues its KafkaMirror.

@@ -53,13 +53,14 @@ func (r *KafkaMirrorReconciler) loopCandidates(ctx context.Context, cfg *config.
 // findMirrorLoop returns a *mirrorLoopError when one of others that holds over m
 // (holdsOver: m is the newcomer) mirrors m's target back into m's source and some topic
 // comes back under the name it left with, unless both have spec.provenance.enabled
-// (then the engines drop the records that come back). topics.LoopTopic decides it on
+// (then the engines drop the records that come back), or the two never mirror at the
+// same time (neverMirrorTogether: a failed-over mirror and its failback). topics.LoopTopic decides it on
 // the include and exclude expressions themselves, and on the topics of both mirrors'
 // status (what their topic syncs found).
 func findMirrorLoop(m *v1alpha1.KafkaMirror, cfg *config.Config, others []v1alpha1.KafkaMirror) *mirrorLoopError {
 	for i := range others {
 		o := &others[i]
-		if (o.Namespace == m.Namespace && o.Name == m.Name) || !holdsOver(o, m) {
+		if (o.Namespace == m.Namespace && o.Name == m.Name) || neverMirrorTogether(m, o) || !holdsOver(o, m) {
 			continue
 		}
 		if t, ok := topics.LoopTopic(cfg, RenderConfig(o), statusTopics(m, o)...); ok {

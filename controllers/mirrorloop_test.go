@@ -76,6 +76,50 @@ func TestFindMirrorLoop(t *testing.T) {
 			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders")},
 			peer:   "KafkaMirror ba", topic: "orders",
 		},
+		"the failback of a failed-over mirror": {
+			m: mirror("ab", dc1, dc2, "orders", provenance, func(m *v1alpha1.KafkaMirror) {
+				m.Spec.InitialPositions = &v1alpha1.InitialPositionsSpec{FromFailover: "ba"}
+			}),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders", func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Failover = &v1alpha1.FailoverSpec{Mode: "planned"}
+			})},
+		},
+		"a reverse mirror of a failed-over mirror": {
+			m: mirror("ab", dc1, dc2, "orders"),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders", func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Failover = &v1alpha1.FailoverSpec{Mode: "planned"}
+				m.Status.Failover = &v1alpha1.FailoverStatus{Phase: v1alpha1.FailoverCompleted}
+			})},
+		},
+		"a reverse mirror of a mirror still failing over": {
+			m: mirror("ab", dc1, dc2, "orders"),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders", func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Failover = &v1alpha1.FailoverSpec{Mode: "planned"}
+				m.Status.Failover = &v1alpha1.FailoverStatus{Phase: v1alpha1.FailoverRunning}
+			})},
+			peer: "KafkaMirror ba", topic: "orders",
+		},
+		"a failback whose failover is not declared yet": {
+			m: mirror("ab", dc1, dc2, "orders", provenance, func(m *v1alpha1.KafkaMirror) {
+				m.Spec.InitialPositions = &v1alpha1.InitialPositionsSpec{FromFailover: "ba"}
+			}),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders")},
+		},
+		"a mirror failing over, against a failback of it that was there first": {
+			m: mirror("ab", dc1, dc2, "orders", func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Failover = &v1alpha1.FailoverSpec{Mode: "immediate"}
+			}),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders", provenance, func(m *v1alpha1.KafkaMirror) {
+				m.Spec.InitialPositions = &v1alpha1.InitialPositionsSpec{FromFailover: "ab"}
+			})},
+		},
+		"a failback of another mirror still loops": {
+			m: mirror("ab", dc1, dc2, "orders", provenance, func(m *v1alpha1.KafkaMirror) {
+				m.Spec.InitialPositions = &v1alpha1.InitialPositionsSpec{FromFailover: "gone"}
+			}),
+			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders")},
+			peer:   "KafkaMirror ba", topic: "orders",
+		},
 		"a peer in another namespace is not named": {
 			m:      mirror("ab", dc1, dc2, "orders"),
 			others: []v1alpha1.KafkaMirror{mirror("ba", dc2, dc1, "orders", namespace("other"))},

@@ -22,7 +22,9 @@ import (
 
 // peerIndex indexes KafkaMirrors by the values a conflict check looks them up by: each
 // source bootstrap server (lower case, as config.Cluster.SameClusterAs compares them)
-// for the loop check, and the consumer group (groupIndexValue) for the group check.
+// for the loop check, the consumer group (groupIndexValue) for the group check, and
+// the KafkaMirror a failback mirror fails back from (fromFailoverIndexValue) for the
+// watch that wakes it when that one's failover completes.
 const peerIndex = sourceServerIndex
 
 // sourceServerIndex is the name of peerIndex in the manager's cache (SetupWithManager).
@@ -35,14 +37,18 @@ const groupIndexPrefix = "consumerGroup "
 // groupIndexValue is m's consumer group as a peerIndex value.
 func groupIndexValue(group string) string { return groupIndexPrefix + group }
 
-// sourceServers are the values of peerIndex for m: its source bootstrap servers and its
-// consumer group.
+// sourceServers are the values of peerIndex for m: its source bootstrap servers, its
+// consumer group and the KafkaMirror it fails back from.
 func sourceServers(m *v1alpha1.KafkaMirror) []string {
-	out := make([]string, 0, len(m.Spec.Source.BootstrapServers)+1)
+	out := make([]string, 0, len(m.Spec.Source.BootstrapServers)+2)
 	for _, s := range m.Spec.Source.BootstrapServers {
 		out = append(out, strings.ToLower(s))
 	}
-	return append(out, groupIndexValue(ConsumerGroup(m)))
+	out = append(out, groupIndexValue(ConsumerGroup(m)))
+	if ip := m.Spec.InitialPositions; ip != nil {
+		out = append(out, fromFailoverIndexValue(ip.FromFailover))
+	}
+	return out
 }
 
 // listPeers lists the KafkaMirrors with any of values in peerIndex, each once. Under

@@ -30,6 +30,10 @@ type renderedConfig struct {
 	cfg        *config.Config
 	invalid    error
 	yaml       []byte
+	// failback is cfg with mirror.yaml initialPositions.fromFailover set (a failback
+	// mirror, resolved by resolveInitialPositions), and failbackYAML its mirror.yaml.
+	failback     *config.Config
+	failbackYAML []byte
 }
 
 // validate returns validate(m), rendered once per generation of m.
@@ -57,24 +61,52 @@ func (c *renderedConfigs) validate(m *v1alpha1.KafkaMirror) (*config.Config, err
 }
 
 // mirrorYAML returns config.Marshal(cfg), rendered once when cfg is the one validate
-// returned for m's current generation.
+// (or withInitialPositions) returned for m's current generation.
 func (c *renderedConfigs) mirrorYAML(m *v1alpha1.KafkaMirror, cfg *config.Config) ([]byte, error) {
 	key := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
 	c.mu.Lock()
 	e, ok := c.m[key]
-	if ok && e.cfg == cfg && e.yaml != nil {
+	switch {
+	case ok && e.cfg == cfg && e.yaml != nil:
 		c.mu.Unlock()
 		return e.yaml, nil
+	case ok && e.failback == cfg && e.failbackYAML != nil:
+		c.mu.Unlock()
+		return e.failbackYAML, nil
 	}
 	c.mu.Unlock()
 	b, err := config.Marshal(cfg)
-	if err != nil || !ok || e.cfg != cfg {
+	if err != nil || !ok || (e.cfg != cfg && e.failback != cfg) {
 		return b, err
 	}
 	c.mu.Lock()
-	e.yaml = b
+	if e.cfg == cfg {
+		e.yaml = b
+	} else {
+		e.failbackYAML = b
+	}
 	c.mu.Unlock()
 	return b, nil
+}
+
+// withInitialPositions returns cfg with initialPositions.fromFailover set to group (the
+// consumer group of the failed-over mirror a failback mirror starts from), made once
+// when cfg is the one validate returned for m's current generation. cfg itself is left
+// as it is: it is shared.
+func (c *renderedConfigs) withInitialPositions(m *v1alpha1.KafkaMirror, cfg *config.Config, group string) *config.Config {
+	key := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if ok && e.cfg == cfg && e.failback != nil && e.failback.InitialPositions.FromFailover == group {
+		return e.failback
+	}
+	out := *cfg
+	out.InitialPositions = &config.InitialPositions{FromFailover: group}
+	if ok && e.cfg == cfg {
+		e.failback, e.failbackYAML = &out, nil
+	}
+	return &out
 }
 
 // forget drops what is remembered about a deleted KafkaMirror.

@@ -88,3 +88,43 @@ func TestRenderedConfigsFollowTheGeneration(t *testing.T) {
 		t.Errorf("forget left %d entries", len(c.m))
 	}
 }
+
+// TestRenderedConfigsWithInitialPositions: a failback mirror's config is the
+// generation's config with initialPositions.fromFailover, made once per generation and
+// group; the generation's own config is left as it is (it is shared).
+func TestRenderedConfigsWithInitialPositions(t *testing.T) {
+	m := &v1alpha1.KafkaMirror{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "failback", UID: "uid-1", Generation: 1},
+		Spec: v1alpha1.KafkaMirrorSpec{
+			Source: v1alpha1.ClusterSpec{BootstrapServers: []string{"tgt:9092"}},
+			Target: v1alpha1.ClusterSpec{BootstrapServers: []string{"src:9092"}},
+			Topics: v1alpha1.TopicsSpec{Include: []string{`orders\..*`}},
+		},
+	}
+	var c renderedConfigs
+	cfg, err := c.validate(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := c.withInitialPositions(m, cfg, "orders-mirror")
+	if cfg.InitialPositions != nil {
+		t.Fatalf("the generation's config was changed: %+v", cfg.InitialPositions)
+	}
+	expect(t, "initialPositions", *fb.InitialPositions, config.InitialPositions{FromFailover: "orders-mirror"})
+	if again := c.withInitialPositions(m, cfg, "orders-mirror"); again != fb {
+		t.Errorf("made again for the same generation and group")
+	}
+	y, err := c.mirrorYAML(m, fb)
+	if err != nil || !bytes.Contains(y, []byte("initialPositions:\n  fromFailover: orders-mirror\n")) {
+		t.Fatalf("mirror.yaml (%v):\n%s", err, y)
+	}
+	if y2, _ := c.mirrorYAML(m, fb); &y2[0] != &y[0] {
+		t.Errorf("the failback mirror.yaml was rendered again")
+	}
+	if plain, _ := c.mirrorYAML(m, cfg); bytes.Contains(plain, []byte("initialPositions")) {
+		t.Errorf("the generation's mirror.yaml has initialPositions:\n%s", plain)
+	}
+	if other := c.withInitialPositions(m, cfg, "other"); other == fb || other.InitialPositions.FromFailover != "other" {
+		t.Errorf("another group got %+v", other.InitialPositions)
+	}
+}

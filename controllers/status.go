@@ -50,6 +50,12 @@ type observation struct {
 	// failover is spec.failover's state as the failover step left it; nil without
 	// spec.failover or when the reconcile stopped before that step.
 	failover *v1alpha1.FailoverStatus
+	// failbackProblem says why spec.initialPositions.fromFailover does not resolve yet:
+	// the mirror is held back (WaitingForFailover). One that stalls is in invalid.
+	failbackProblem *initialPositionsError
+	// initialPositions is what spec.initialPositions resolved to; nil without it or when
+	// the reconcile stopped before resolving it.
+	initialPositions *v1alpha1.InitialPositionsStatus
 }
 
 // computeStatus returns m's status for what obs observed. Conditions keep their
@@ -94,6 +100,12 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 		st.Topics = topicsStatus(obs.topics)
 		st.Groups = nextGroupsStatus(st.Groups, obs.config, obs.topics)
 	}
+	switch {
+	case m.Spec.InitialPositions == nil:
+		st.InitialPositions = nil
+	case obs.initialPositions != nil:
+		st.InitialPositions = obs.initialPositions
+	}
 	if obs.invalid != nil {
 		msg, reason := obs.invalid.Error(), v1alpha1.ReasonInvalidSpec
 		var notAllowed *notAllowedError
@@ -110,6 +122,10 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 		if errors.As(obs.invalid, &group) {
 			reason = v1alpha1.ReasonConsumerGroupInUse
 		}
+		var failback *initialPositionsError
+		if errors.As(obs.invalid, &failback) {
+			reason = failback.reason
+		}
 		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "the spec must be fixed first; see the Stalled condition")
 		set(v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, reason, msg)
@@ -117,8 +133,17 @@ func computeStatus(m *v1alpha1.KafkaMirror, obs *observation) v1alpha1.KafkaMirr
 		return st
 	}
 	set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonReconciled, "the spec is valid")
+	if p := obs.failbackProblem; p != nil {
+		// Held back: nothing is written, the topics are not synced, until the named
+		// failover completed.
+		msg := p.Error()
+		set(v1alpha1.ConditionTopicsSynced, metav1.ConditionFalse, p.reason, "the topics are synced once the mirror starts: "+msg)
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, p.reason, msg)
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, p.reason, msg)
+		return st
+	}
 	if m.Spec.Failover != nil {
-		// The topics are no longer synced: TopicsSynced keeps what it said last.
+		// The topics are no longer synced: TopicsSynced says so (failoverConditions).
 		st.Failover = failoverState(st.Failover, obs.failover)
 		failoverConditions(st.Failover, set)
 		return st
@@ -302,6 +327,7 @@ var warningReasons = map[string]bool{
 	v1alpha1.ReasonTopicSyncFailed:           true,
 	v1alpha1.ReasonTopicSyncDisabled:         true,
 	v1alpha1.ReasonFailoverFailed:            true,
+	v1alpha1.ReasonFailoverNotUsable:         true,
 }
 
 // recordTransitions emits an event when Ready or TopicsSynced changes reason, and one

@@ -23,6 +23,7 @@ var reconcileSteps = []reconcileStep{
 	{"look for a mirror loop", specCheck((*KafkaMirrorReconciler).checkMirrorLoop)},
 	{"look for another mirror with the consumer group", specCheck((*KafkaMirrorReconciler).checkConsumerGroup)},
 	{"look for a conflicting autoscaler", specCheck((*KafkaMirrorReconciler).checkAutoscalerConflict)},
+	{"resolve the initial positions", (*KafkaMirrorReconciler).resolveInitialPositions},
 	{"read Secrets", (*KafkaMirrorReconciler).readSecrets},
 	{"fail over", (*KafkaMirrorReconciler).failoverStep},
 	{"sync topics", (*KafkaMirrorReconciler).syncTopicsStep},

@@ -127,7 +127,7 @@ func TestFailbackAfterImmediateFailover(t *testing.T) {
 		t.Fatalf("immediate failover failed: %v", err)
 	}
 	onTarget := readTarget(t, c.target, testTopic, 0, 300*time.Millisecond, 30*time.Second)
-	missing := missingOnTarget(t, w, onTarget)
+	missing := missingOnTarget(t, w, onTarget, true)
 	fb := readFailback(t, c.target, "mirror-test")
 	for _, p := range fb.Points {
 		if p.LeftBehind == nil || *p.LeftBehind != missing[p.Partition] || *p.LeftBehind == 0 ||

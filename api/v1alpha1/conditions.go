@@ -145,15 +145,30 @@ const (
 	// alone, and Ready, TopicsSynced and Stalled keep what they said before the pause.
 	ReasonReconcileDisabled = "ReconcileDisabled"
 
-	// ReasonFailedOver (FailedOver=True, Ready=False): spec.failover completed; the
+	// ReasonFailedOver (FailedOver=True, Ready=False, TopicsSynced=False): spec.failover completed; the
 	// mirror stays stopped and status.failover.report says what was left behind.
 	ReasonFailedOver = "FailedOver"
-	// ReasonFailingOver (FailedOver=False, Ready=False): spec.failover is under way:
+	// ReasonFailingOver (FailedOver=False, Ready=False, TopicsSynced=False): spec.failover is under way:
 	// the mirror is stopping or the failover Job runs.
 	ReasonFailingOver = "FailingOver"
-	// ReasonFailoverFailed (FailedOver=False, Ready=False): the failover Job failed;
-	// status.failover.message says why. Deleting the Job <name>-failover retries it.
+	// ReasonFailoverFailed (FailedOver=False, Ready=False, TopicsSynced=False): the failover Job failed;
+	// status.failover.message says why (the engine's error, or the Job's deadline
+	// passed). Deleting the Job <name>-failover retries it.
 	ReasonFailoverFailed = "FailoverFailed"
+
+	// ReasonWaitingForFailover (Ready=False, TopicsSynced=False, Reconciling=True): the
+	// KafkaMirror named by spec.initialPositions.fromFailover does not exist (yet) in
+	// this namespace, declares no failover, or its failover has not completed. The mirror
+	// is not started (no children are written); the operator looks again whenever the
+	// named KafkaMirror changes.
+	ReasonWaitingForFailover = "WaitingForFailover"
+	// ReasonFailoverNotUsable (Stalled=True, Ready=False, TopicsSynced=False): the
+	// KafkaMirror named by spec.initialPositions.fromFailover cannot be failed back
+	// from: its failover failed, or its target cluster is not this mirror's source
+	// cluster (they share no bootstrap server). The message names the field and why.
+	// The mirror is not started; the operator looks again when the named KafkaMirror
+	// changes (its failover retried, its spec fixed).
+	ReasonFailoverNotUsable = "FailoverNotUsable"
 )
 
 // Autoscaling reasons, in status.autoscaling.reason; ScaledUp and ScaledDown are event

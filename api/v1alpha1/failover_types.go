@@ -146,3 +146,33 @@ type FailoverGroupReport struct {
 	// +optional
 	Exact int32 `json:"exact"`
 }
+
+// InitialPositionsSpec says where the partitions of a mirror without progress start.
+type InitialPositionsSpec struct {
+	// fromFailover names a KafkaMirror in the same namespace whose failover completed
+	// (status.failover.phase Completed) and whose target cluster is this mirror's source
+	// cluster (the two share a bootstrap server). Each partition this mirror has no
+	// progress of starts at that failover's failback point, the target end offset at
+	// the cutover, read by the engine from the failed-over mirror's progress on this
+	// mirror's source cluster. Until then this mirror is not started.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	FromFailover string `json:"fromFailover"`
+}
+
+// InitialPositionsStatus is what spec.initialPositions resolved to.
+type InitialPositionsStatus struct {
+	// fromFailover is the KafkaMirror whose failover the mirror starts from.
+	// +optional
+	FromFailover string `json:"fromFailover,omitempty"`
+
+	// consumerGroup is that KafkaMirror's consumer group: the engine reads the failback
+	// points from its progress (mirror.yaml initialPositions.fromFailover).
+	// +optional
+	ConsumerGroup string `json:"consumerGroup,omitempty"`
+
+	// resolvedTime is when the operator found the failover completed.
+	// +optional
+	ResolvedTime *metav1.Time `json:"resolvedTime,omitempty"`
+}

@@ -21,6 +21,7 @@ import (
 // +kubebuilder:printcolumn:name="In Sync",type=integer,JSONPath=`.status.topics.inSync`,priority=1,description="Topics whose target partition count matches the source"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the mirror is or is not ready"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.initialPositions) || self.spec.initialPositions.fromFailover != self.metadata.name",message="initialPositions.fromFailover names this KafkaMirror itself: name the KafkaMirror that failed over into this one's source cluster",fieldPath=".spec.initialPositions.fromFailover"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 48",message="metadata.name must be at most 48 characters, so that the names of the mirror's Deployment and Service stay within 63"
 type KafkaMirror struct {
 	metav1.TypeMeta `json:",inline"`
@@ -60,6 +61,8 @@ type KafkaMirrorList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.delivery) || self.delivery != 'exactlyOnce' || !has(self.partitioning) || self.partitioning == 'preserve'",message="delivery exactlyOnce needs partitioning preserve: its transactions and fencing are per source partition"
 // +kubebuilder:validation:XValidation:rule="!has(self.delivery) || self.delivery != 'exactlyOnce' || !has(self.handlers) || self.handlers.all(h, !has(h.name) || size(h.name) == 0)",message="delivery exactlyOnce allows CEL handlers only: a named handler may fan a record out"
 // +kubebuilder:validation:XValidation:rule="!has(self.transactionInterval) || !has(self.offsetCommitInterval) || duration(self.transactionInterval) <= duration(self.offsetCommitInterval)",message="transactionInterval must be at most offsetCommitInterval"
+// +kubebuilder:validation:XValidation:rule="has(self.initialPositions) == has(oldSelf.initialPositions) && (!has(self.initialPositions) || self.initialPositions == oldSelf.initialPositions)",message="initialPositions is immutable: it can only be given at creation, because a mirror that already ran starts from its own progress",fieldPath=".initialPositions"
+// +kubebuilder:validation:XValidation:rule="!has(self.initialPositions) || (has(self.provenance) && has(self.provenance.enabled) && self.provenance.enabled)",message="initialPositions.fromFailover needs provenance.enabled: true, so that records mirrored back cannot loop to the cluster they came from",fieldPath=".provenance.enabled"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.failover) || has(self.failover)",message="failover cannot be removed once set: a failed-over mirror stays stopped, since its consumers and producers may already use the target; to mirror again create a new KafkaMirror (or a reverse one)"
 type KafkaMirrorSpec struct {
 	// source is the cluster records are read from.
@@ -199,6 +202,14 @@ type KafkaMirrorSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=oldest;latest
 	InitialOffset string `json:"initialOffset,omitempty"`
+
+	// initialPositions starts the partitions this mirror has no progress of from a
+	// completed failover (a failback, docs/failover.md): at the failed-over mirror's
+	// failback points, the end offsets its target had at the cutover, so that exactly
+	// the records written there since flow back. Needs spec.provenance.enabled. It can
+	// only be given at creation: a mirror that already runs has progress of its own.
+	// +optional
+	InitialPositions *InitialPositionsSpec `json:"initialPositions,omitempty"`
 
 	// producer tunes the producer that writes to the target.
 	// +optional
@@ -987,6 +998,12 @@ type KafkaMirrorStatus struct {
 	// failover is the state of spec.failover: phase, times and the report.
 	// +optional
 	Failover *FailoverStatus `json:"failover,omitempty"`
+
+	// initialPositions is what spec.initialPositions.fromFailover resolved to, once the
+	// named KafkaMirror's failover completed: the mirror then starts and keeps using it,
+	// even when the named KafkaMirror is deleted afterwards.
+	// +optional
+	InitialPositions *InitialPositionsStatus `json:"initialPositions,omitempty"`
 }
 
 // AutoscalingStatus is the autoscaler's last decision and what it was based on.

@@ -13,12 +13,15 @@
 -- Progressing; Ready=True once status.observedGeneration caught up -> Healthy.
 
 -- Ready=False reasons (api/v1alpha1/conditions.go) that clear by themselves while the operator
--- works: pods starting or rolling out, a change being applied. Any other reason (InvalidSpec,
+-- works: pods starting or rolling out, a change being applied, a failover to complete. Any other reason (InvalidSpec,
 -- SecretNotFound, TopicsNotSynced, CrashLoop, ImagePull, Unschedulable, RolloutStuck, ...) needs
 -- a person: Degraded.
 local transientReasons = {
   DeploymentNotReady = true,
   Progressing = true,
+  -- A failback mirror (spec.initialPositions.fromFailover) waiting for the failover it
+  -- starts from to complete; FailoverNotUsable, which needs a person, is Stalled.
+  WaitingForFailover = true,
 }
 
 -- Ready=False reasons for a mirror stopped on purpose: spec.paused, or spec.replicas 0.

@@ -64,6 +64,29 @@ func Rejected() map[string]Case {
 		return m.Spec.Source.SASL
 	}
 	return map[string]Case{
+		"failback without provenance": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.InitialPositions = &v1alpha1.InitialPositionsSpec{FromFailover: "orders"}
+			},
+			Field:   "spec.provenance.enabled",
+			Message: "initialPositions.fromFailover needs provenance.enabled: true",
+		},
+		"failback with provenance off": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Provenance = &v1alpha1.ProvenanceSpec{Header: "hops"}
+				m.Spec.InitialPositions = &v1alpha1.InitialPositionsSpec{FromFailover: "orders"}
+			},
+			Field:   "spec.provenance.enabled",
+			Message: "initialPositions.fromFailover needs provenance.enabled: true",
+		},
+		"failback from itself": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Provenance = &v1alpha1.ProvenanceSpec{Enabled: true}
+				m.Spec.InitialPositions = &v1alpha1.InitialPositionsSpec{FromFailover: m.Name}
+			},
+			Field:   "spec.initialPositions.fromFailover",
+			Message: "initialPositions.fromFailover names this KafkaMirror itself",
+		},
 		"failover timeout of zero": {
 			Mutate: func(m *v1alpha1.KafkaMirror) {
 				m.Spec.Failover = &v1alpha1.FailoverSpec{Mode: "planned", Timeout: &metav1.Duration{}}
