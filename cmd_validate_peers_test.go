@@ -22,6 +22,10 @@ func TestValidateMirrorsAgainstEachOther(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	failback, err := os.ReadFile("config/samples/kafkamirror_v1alpha1_failback.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	withoutProvenance := strings.ReplaceAll(string(sample), "  provenance: {enabled: true}\n", "")
 	if withoutProvenance == string(sample) {
 		t.Fatal("the active-active sample has no provenance line to remove")
@@ -29,7 +33,25 @@ func TestValidateMirrorsAgainstEachOther(t *testing.T) {
 	tests := map[string]struct {
 		docs []string
 		want string // "" for no problem
+		note string // with want "", a text the output holds
 	}{
+		// The operator's rule (controllers/failback.go, neverMirrorTogether): a failed-over
+		// mirror and its failback never run at the same time.
+		"the failback sample beside its forward mirror": {
+			docs: []string{mirror("", "payments", "kafka.dc1.example.com:9092", "kafka.dc2.example.com:9092", `payments\\..*`, ""), string(failback)},
+		},
+		"the failback sample beside another mirror": {
+			docs: []string{mirror("", "orders", "kafka.dc1.example.com:9092", "kafka.dc2.example.com:9092", `payments\\..*`, ""), string(failback)},
+			want: `(KafkaMirror payments-failback): spec.provenance.enabled: Required value: KafkaMirror orders mirrors`,
+		},
+		"the failback sample in another namespace than its forward mirror": {
+			docs: []string{mirror("other", "payments", "kafka.dc1.example.com:9092", "kafka.dc2.example.com:9092", `payments\\..*`, ""), string(failback)},
+			want: `(KafkaMirror payments-failback): spec.provenance.enabled: Required value: KafkaMirror other/payments mirrors`,
+		},
+		"a reverse mirror beside a mirror that declares a failover": {
+			docs: []string{mirror("a", "ab", "dc1:9092", "dc2:9092", "orders", "  failover: {mode: planned}\n"), mirror("a", "ba", "dc2:9092", "dc1:9092", "orders", "")},
+			note: `OK: ` + "%s" + `: KafkaMirror a/ba, 1 include pattern(s), 0 exclude pattern(s), 0 handler(s); not a mirror loop with KafkaMirror a/ab: it declares spec.failover`,
+		},
 		"regular expressions both ways": {
 			docs: []string{mirror("a", "ab", "dc1:9092", "dc2:9092", `trial\\..*`, ""), mirror("b", "ba", "dc2:9092", "dc1:9092", `trial\\..*`, "")},
 			want: `(KafkaMirror b/ba): spec.provenance.enabled: Required value: KafkaMirror a/ab mirrors this mirror's target back into its source under the same topic names ("trial.")`,
@@ -70,6 +92,9 @@ func TestValidateMirrorsAgainstEachOther(t *testing.T) {
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("validate = %v:\n%s", err, out)
+				}
+				if note := strings.ReplaceAll(tc.note, "%s", path); !strings.Contains(out, note) {
+					t.Fatalf("validate printed:\n%s\nwant %q", out, note)
 				}
 				return
 			}

@@ -57,7 +57,11 @@ its CEL rules, unknown fields rejected as by kubectl's strict field validation),
 the operator's own checks, so a manifest that passes here is neither refused by
 'kubectl apply' nor stalled by the operator. The mirrors of all files given are also
 checked against each other: two that mirror the same topic names between two clusters
-in both directions loop unless both set provenance.enabled (the operator stalls them).
+in both directions loop unless both set provenance.enabled (the operator stalls them),
+or the two never run together: one fails back from the other (its
+initialPositions.fromFailover names the other's consumerGroup, or for a KafkaMirror the
+other KafkaMirror's name), or one declares spec.failover, which validate takes as
+completed (the mirror stopped) and notes on the OK line.
 
 Every problem is printed on its own line as FILE: FIELD PATH: REASON, and the command
 exits non-zero. A file that passes prints one "OK: ..." line. Documents of other kinds
@@ -187,6 +191,12 @@ func addLoopProblems(files []fileResult) {
 			if !loops {
 				continue
 			}
+			if never, note := neverMirrorTogether(*mb, ma); never {
+				if note != "" {
+					mb.notes = append(mb.notes, note)
+				}
+				continue
+			}
 			path := "provenance.enabled"
 			if mb.kafkaMirror {
 				path = "spec." + path
@@ -204,14 +214,12 @@ func addLoopProblems(files []fileResult) {
 	}
 	for i := range files {
 		r := &files[i].result
-		var ok []string
 		for _, m := range r.mirrors {
-			if !m.looped {
-				ok = append(ok, m.ok)
+			if m.looped {
+				removeOK(r, m.ok)
+			} else if len(m.notes) > 0 {
+				replaceOK(r, m.ok, m.ok+"; "+strings.Join(m.notes, "; "))
 			}
-		}
-		if len(ok) < len(r.ok) {
-			r.ok = ok
 		}
 	}
 }
@@ -230,8 +238,10 @@ type validMirror struct {
 	label, name string // "document N" and "KafkaMirror ns/name" or "MirrorConfig"
 	kafkaMirror bool
 	cfg         *config.Config
-	ok          string // its OK line
-	looped      bool   // addLoopProblems found it closing a loop
+	ok          string   // its OK line
+	looped      bool     // addLoopProblems found it closing a loop
+	notes       []string // addLoopProblems' notes for its OK line
+	failbackPeer
 }
 
 func report(out io.Writer, path string, r result) int {
@@ -259,7 +269,7 @@ func validateConfigFile(path string) result {
 		return result{problems: problems}
 	}
 	ok := "MirrorConfig, " + summarize(c)
-	return result{ok: []string{ok}, mirrors: []validMirror{{label: "document 0", name: "MirrorConfig", cfg: c, ok: ok}}}
+	return result{ok: []string{ok}, mirrors: []validMirror{{label: "document 0", name: "MirrorConfig", cfg: c, ok: ok, failbackPeer: configFailbackPeer(c)}}}
 }
 
 // validateManifestPath validates a manifest file, or every .yaml, .yml and .json file
@@ -341,6 +351,12 @@ func (v validator) checkDocument(doc []byte, label string, r *result) {
 			Namespace string `json:"namespace"`
 		} `json:"metadata"`
 		Items []json.RawMessage `json:"items"`
+		Spec  struct {
+			Failover         json.RawMessage `json:"failover"`
+			InitialPositions struct {
+				FromFailover string `json:"fromFailover"`
+			} `json:"initialPositions"`
+		} `json:"spec"`
 	}
 	if err := yaml.Unmarshal(doc, &tm); err != nil {
 		r.problems = append(r.problems, fmt.Sprintf("%s: while parsing YAML: %v", label, err))
@@ -365,7 +381,7 @@ func (v validator) checkDocument(doc []byte, label string, r *result) {
 			return
 		}
 		r.ok = append(r.ok, "MirrorConfig, "+summarize(c))
-		r.mirrors = append(r.mirrors, validMirror{label: label, name: "MirrorConfig", cfg: c, ok: r.ok[len(r.ok)-1]})
+		r.mirrors = append(r.mirrors, validMirror{label: label, name: "MirrorConfig", cfg: c, ok: r.ok[len(r.ok)-1], failbackPeer: configFailbackPeer(c)})
 	case tm.Kind == "KafkaMirror" && strings.HasPrefix(tm.APIVersion, apiGroup+"/"):
 		r.found++
 		name := tm.Metadata.Name
@@ -378,7 +394,11 @@ func (v validator) checkDocument(doc []byte, label string, r *result) {
 			return
 		}
 		r.ok = append(r.ok, fmt.Sprintf("KafkaMirror %s, %s", name, summarize(c)))
-		r.mirrors = append(r.mirrors, validMirror{label: label, name: "KafkaMirror " + name, kafkaMirror: true, cfg: c, ok: r.ok[len(r.ok)-1]})
+		peer := failbackPeer{failoverDeclared: len(tm.Spec.Failover) > 0 && string(tm.Spec.Failover) != "null"}
+		if from := tm.Spec.InitialPositions.FromFailover; from != "" {
+			peer.failsBackFrom = "KafkaMirror " + strings.TrimSuffix(name, tm.Metadata.Name) + from
+		}
+		r.mirrors = append(r.mirrors, validMirror{label: label, name: "KafkaMirror " + name, kafkaMirror: true, cfg: c, ok: r.ok[len(r.ok)-1], failbackPeer: peer})
 	}
 }
 

@@ -78,3 +78,13 @@ func removeOK(r *result, ok string) {
 		}
 	}
 }
+
+// replaceOK replaces one OK line of r.
+func replaceOK(r *result, ok, with string) {
+	for i, s := range r.ok {
+		if s == ok {
+			r.ok[i] = with
+			return
+		}
+	}
+}

@@ -73,6 +73,17 @@ func TestValidateCommand(t *testing.T) {
 				"dir/b.yml: document 0 (KafkaMirror payments): " + noRenderer + "\n",
 			WantErr: "validate found 2 problem(s)",
 		},
+		"a failback beside the mirror it fails back from": {
+			Args: []string{"--config", "failover-forward.yaml", "--config", "failback.yaml"},
+			Want: "OK: failover-forward.yaml: MirrorConfig, 1 include pattern(s), 0 exclude pattern(s), 0 handler(s)\n" +
+				"OK: failback.yaml: MirrorConfig, 1 include pattern(s), 0 exclude pattern(s), 0 handler(s)\n",
+		},
+		"a failback beside another mirror loops": {
+			Args: []string{"--config", "failover-forward.yaml", "--config", "failback-other.yaml"},
+			Want: "OK: failover-forward.yaml: MirrorConfig, 1 include pattern(s), 0 exclude pattern(s), 0 handler(s)\n" +
+				"failback-other.yaml: document 0 (MirrorConfig): provenance.enabled: Required value: MirrorConfig in failover-forward.yaml mirrors this mirror's target back into its source under the same topic names (\"orders\"), so records would loop between the two clusters; set provenance.enabled: true on both, or topics.rename on one\n",
+			WantErr: "validate found 1 problem(s)",
+		},
 		"no file": {
 			Args:    nil,
 			WantErr: "give --config FILE (a MirrorConfig) or -f FILE (KafkaMirror manifests)",
