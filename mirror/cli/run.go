@@ -94,6 +94,8 @@ func runSummary(cfg *config.Config) string {
 	}
 	if r := cfg.Topics.Rename; r != nil && (r.Prefix != "" || r.Template != "") {
 		fmt.Fprintf(&b, " renamed by %q", r.Prefix+r.Template)
+	} else if r != nil && r.StripPrefix != "" {
+		fmt.Fprintf(&b, " renamed by stripping %q", r.StripPrefix)
 	}
 	policy := "noDataLoss"
 	if !cfg.NoDataLossEnabled() {

@@ -416,11 +416,26 @@ func TestValidate(t *testing.T) {
 		},
 		"rename prefix and template": {
 			mutate: func(c *Config) { c.Topics.Rename = &Rename{Prefix: "x.", Template: "y.{topic}"} },
-			want:   []string{`topics.rename: Invalid value: "prefix+template": set prefix or template, not both`},
+			want:   []string{`topics.rename: Invalid value: "prefix+template": set one of prefix, template and stripPrefix`},
 		},
 		"rename template without topic": {
 			mutate: func(c *Config) { c.Topics.Rename = &Rename{Template: "all"} },
 			want:   []string{`topics.rename.template: Invalid value: "all": must contain {topic}, or every source topic would map to one target`},
+		},
+		"rename stripPrefix and prefix": {
+			mutate: func(c *Config) { c.Topics.Rename = &Rename{StripPrefix: "dc1.", Prefix: "dc2."} },
+			want:   []string{`topics.rename: Invalid value: "prefix+stripPrefix": set one of prefix, template and stripPrefix`},
+		},
+		"rename stripPrefix with bad characters": {
+			mutate: func(c *Config) { c.Topics.Rename = &Rename{StripPrefix: "dc1/"} },
+			want:   []string{`topics.rename.stripPrefix: Invalid value: "dc1/": may contain only letters, digits, '.', '_' and '-' (Kafka topic name characters)`},
+		},
+		"rename stripPrefix and an included name without it": {
+			mutate: func(c *Config) {
+				c.Topics.Include = []string{"dc1\\.orders\\..*", "dc1.payments", "payments"}
+				c.Topics.Rename = &Rename{StripPrefix: "dc1."}
+			},
+			want: []string{`topics.include[2]: Invalid value: "payments": does not start with topics.rename.stripPrefix "dc1.": a topic without the prefix is never mirrored`},
 		},
 		"rename prefix with bad characters": {
 			mutate: func(c *Config) { c.Topics.Rename = &Rename{Prefix: "dc 1/"} },

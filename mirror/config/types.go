@@ -337,6 +337,11 @@ type Rename struct {
 	// Template is the target name with {topic} standing for the source topic name,
 	// for example "dc1.{topic}.mirror".
 	Template string `json:"template,omitempty"`
+	// StripPrefix is removed from the front of the source topic name: the reverse of
+	// Prefix, for a failback mirror ("dc1." maps dc1.orders back to orders). Only
+	// topics that start with it, and are longer, are selected; another topic the
+	// include expressions match is not mirrored.
+	StripPrefix string `json:"stripPrefix,omitempty"`
 }
 
 // Partitioning chooses the target partition of a record.

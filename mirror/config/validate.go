@@ -208,38 +208,61 @@ func (t *Topics) validate(p *field.Path) field.ErrorList {
 	}
 	if r := t.Rename; r != nil {
 		rp := p.Child("rename")
+		var set []string
+		for _, f := range []struct{ name, v string }{{"prefix", r.Prefix}, {"template", r.Template}, {"stripPrefix", r.StripPrefix}} {
+			if f.v != "" {
+				set = append(set, f.name)
+			}
+		}
 		switch {
-		case r.Prefix != "" && r.Template != "":
-			errs = append(errs, field.Invalid(rp, "prefix+template", "set prefix or template, not both"))
+		case len(set) > 1:
+			errs = append(errs, field.Invalid(rp, strings.Join(set, "+"), "set one of prefix, template and stripPrefix"))
 		case r.Template != "" && !strings.Contains(r.Template, "{topic}"):
 			errs = append(errs, field.Invalid(rp.Child("template"), r.Template, "must contain {topic}, or every source topic would map to one target"))
 		}
-		probe := r.Prefix
-		if r.Template != "" {
-			probe = strings.ReplaceAll(r.Template, "{topic}", "t")
+		probe, at := r.Prefix, rp.Child("prefix")
+		switch {
+		case r.Template != "":
+			probe, at = strings.ReplaceAll(r.Template, "{topic}", "t"), rp.Child("template")
+		case r.StripPrefix != "" && r.Prefix == "":
+			probe, at = r.StripPrefix, rp.Child("stripPrefix")
 		}
 		if probe != "" && !topicNameChars.MatchString(probe) {
-			at := rp.Child("prefix")
-			if r.Template != "" {
-				at = rp.Child("template")
-			}
 			errs = append(errs, field.Invalid(at, probe, "may contain only letters, digits, '.', '_' and '-' (Kafka topic name characters)"))
+		}
+		if sp := r.StripPrefix; sp != "" {
+			// A plain name without the prefix is never selected (TargetTopic): surely a mistake.
+			for i, re := range t.Include {
+				if topicNameChars.MatchString(re) && !strings.HasPrefix(re, sp) {
+					errs = append(errs, field.Invalid(p.Child("include").Index(i), re,
+						fmt.Sprintf("does not start with topics.rename.stripPrefix %q: a topic without the prefix is never mirrored", sp)))
+				}
+			}
 		}
 	}
 	return errs
 }
 
 func (r *Rename) isIdentity() bool {
-	return r == nil || (r.Prefix == "" && (r.Template == "" || r.Template == "{topic}"))
+	return r == nil || (r.Prefix == "" && r.StripPrefix == "" && (r.Template == "" || r.Template == "{topic}"))
 }
 
-// TargetTopic returns the target topic name for a source topic under this rename.
+// Selects tells whether a source topic has a target name under this rename: with
+// StripPrefix, only a topic that starts with it and is longer.
+func (r *Rename) Selects(source string) bool {
+	return r == nil || r.StripPrefix == "" || (len(source) > len(r.StripPrefix) && strings.HasPrefix(source, r.StripPrefix))
+}
+
+// TargetTopic returns the target topic name for a source topic under this rename
+// (a topic Selects refuses keeps its name: it is never mirrored).
 func (r *Rename) TargetTopic(source string) string {
 	switch {
 	case r == nil:
 		return source
 	case r.Template != "":
 		return strings.ReplaceAll(r.Template, "{topic}", source)
+	case r.StripPrefix != "":
+		return strings.TrimPrefix(source, r.StripPrefix)
 	default:
 		return r.Prefix + source
 	}

@@ -64,5 +64,5 @@ func isTopicName(s string) bool {
 
 // isIdentity tells whether r keeps every topic's name.
 func isIdentity(r *config.Rename) bool {
-	return r == nil || (r.Prefix == "" && (r.Template == "" || r.Template == "{topic}"))
+	return r == nil || (r.Prefix == "" && r.StripPrefix == "" && (r.Template == "" || r.Template == "{topic}"))
 }

@@ -56,6 +56,8 @@ func TestLoopTopic(t *testing.T) {
 		"only characters Kafka refuses overlap": {a: ab(`a\sb`), b: ba(`a.b`)},
 		"a prefix on one side":                  {a: with(ab(`orders\..*`), func(s *side) { s.rename = &config.Rename{Prefix: "dc1."} }), b: ba(`.*`)},
 		"a template on one side":                {a: ab(`.*`), b: with(ba(`.*`), func(s *side) { s.rename = &config.Rename{Template: "{topic}.dc2"} })},
+		"a prefix reversed by stripPrefix":      {a: with(ab(`orders`), func(s *side) { s.rename = &config.Rename{Prefix: "dc1."} }), b: with(ba(`dc1.orders`), func(s *side) { s.rename = &config.Rename{StripPrefix: "dc1."} }), want: "orders"},
+		"stripPrefix of another prefix":         {a: with(ab(`orders`), func(s *side) { s.rename = &config.Rename{Prefix: "dc1."} }), b: with(ba(`dc1.orders`), func(s *side) { s.rename = &config.Rename{StripPrefix: "dc1.o"} })},
 		"provenance on both":                    {a: with(ab(`.*`), func(s *side) { s.provenance = true }), b: with(ba(`.*`), func(s *side) { s.provenance = true })},
 		"provenance on one only":                {a: with(ab(`orders`), func(s *side) { s.provenance = true }), b: ba(`.*`), want: "orders"},
 		"same direction":                        {a: ab(`.*`), b: ab(`.*`)},

@@ -64,9 +64,10 @@ func compileAll(field string, patterns []string) ([]*regexp.Regexp, error) {
 }
 
 // Matches reports whether the source topic is mirrored: it matches an include
-// expression, no exclude expression, and is not an internal topic.
+// expression, no exclude expression, is not an internal topic, and has a target name
+// (rename.stripPrefix: it starts with the prefix).
 func (s *Selector) Matches(topic string) bool {
-	if topic == "" || strings.HasPrefix(topic, internalPrefix) {
+	if topic == "" || strings.HasPrefix(topic, internalPrefix) || !s.rename.Selects(topic) {
 		return false
 	}
 	for _, re := range s.exclude {
@@ -82,8 +83,8 @@ func (s *Selector) Matches(topic string) bool {
 	return false
 }
 
-// TargetName returns the target topic name for a source topic (prefix or template
-// rename; the same name when no rename is configured).
+// TargetName returns the target topic name for a source topic (prefix, template or
+// stripPrefix rename; the same name when no rename is configured).
 func (s *Selector) TargetName(source string) string {
 	return s.rename.TargetTopic(source)
 }

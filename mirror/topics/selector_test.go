@@ -2,6 +2,7 @@ package topics
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,6 +77,8 @@ func TestSelectorTargetName(t *testing.T) {
 		"template":                    {rename: &config.Rename{Template: "dc1.{topic}.mirror"}, source: "orders", want: "dc1.orders.mirror"},
 		"template with topic twice":   {rename: &config.Rename{Template: "{topic}-{topic}"}, source: "a", want: "a-a"},
 		"identity template":           {rename: &config.Rename{Template: "{topic}"}, source: "orders", want: "orders"},
+		"stripPrefix":                 {rename: &config.Rename{StripPrefix: "dc1."}, source: "dc1.orders", want: "orders"},
+		"stripPrefix once":            {rename: &config.Rename{StripPrefix: "dc1."}, source: "dc1.dc1.orders", want: "dc1.orders"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -87,6 +90,24 @@ func TestSelectorTargetName(t *testing.T) {
 				t.Errorf("TargetName(%q) = %q, want %q", tc.source, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSelectorStripPrefixSelectsOnlyPrefixedTopics: with rename.stripPrefix, a topic
+// the expressions match but that does not start with the prefix (or is the prefix
+// alone) is not mirrored: it has no name to strip the prefix from.
+func TestSelectorStripPrefixSelectsOnlyPrefixedTopics(t *testing.T) {
+	s, err := NewSelector(config.Topics{Include: []string{".*"}, Rename: &config.Rename{StripPrefix: "dc1."}})
+	if err != nil {
+		t.Fatalf("NewSelector: %v", err)
+	}
+	for topic, want := range map[string]bool{"dc1.orders": true, "dc1.orders.eu": true, "dc1.": false, "orders": false, "dc2.orders": false, "xdc1.orders": false} {
+		if got := s.Matches(topic); got != want {
+			t.Errorf("Matches(%q) = %v, want %v", topic, got, want)
+		}
+	}
+	if got := s.Select([]string{"orders", "dc1.orders", "dc1."}); !slices.Equal(got, []string{"dc1.orders"}) {
+		t.Errorf("Select = %q, want [dc1.orders]", got)
 	}
 }
 
