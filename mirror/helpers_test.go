@@ -155,6 +155,8 @@ type workload struct {
 	next       []int // next index per partition
 	// valueBytes, when set, pads every non-null value to that many bytes.
 	valueBytes int
+	// topic, when set, is the topic written to in place of testTopic.
+	topic string
 }
 
 func newWorkload(partitions int32) *workload {
@@ -162,8 +164,12 @@ func newWorkload(partitions int32) *workload {
 }
 
 func (w *workload) record(p int32, i int) *kgo.Record {
+	topic := testTopic
+	if w.topic != "" {
+		topic = w.topic
+	}
 	r := &kgo.Record{
-		Topic:     testTopic,
+		Topic:     topic,
 		Partition: p,
 		Timestamp: w.base.Add(time.Duration(i) * time.Millisecond),
 		Headers: []kgo.RecordHeader{
