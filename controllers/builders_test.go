@@ -120,6 +120,23 @@ func TestRenderConfig(t *testing.T) {
 				}
 			},
 		},
+		"rename.stripPrefix maps to the config's": {
+			mirror: newMirror(func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Topics.Include = []string{`dc1\.orders\..*`}
+				m.Spec.Topics.Rename = &v1alpha1.RenameSpec{StripPrefix: "dc1."}
+			}),
+			check: func(t *testing.T, c *config.Config) {
+				if want := (config.Rename{StripPrefix: "dc1."}); c.Topics.Rename == nil || *c.Topics.Rename != want {
+					t.Fatalf("rendered rename %+v, want %+v", c.Topics.Rename, want)
+				}
+				if got := c.Topics.Rename.TargetTopic("dc1.orders.eu"); got != "orders.eu" {
+					t.Fatalf("rendered rename maps dc1.orders.eu to %q, want orders.eu", got)
+				}
+				if err := c.Validate(); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
 		"groups map to the config's groups": {
 			mirror: newMirror(func(m *v1alpha1.KafkaMirror) {
 				m.Spec.Groups = &v1alpha1.GroupsSpec{Include: []string{"app-.*"}, Exclude: []string{"app-tmp"}, SyncInterval: &metav1.Duration{Duration: 10 * time.Second}}

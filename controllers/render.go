@@ -47,7 +47,7 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 		c.Topics.ConfigExclude = s.Topics.ConfigExclude
 	}
 	if r := s.Topics.Rename; r != nil {
-		c.Topics.Rename = &config.Rename{Prefix: r.Prefix, Template: r.Template}
+		c.Topics.Rename = &config.Rename{Prefix: r.Prefix, Template: r.Template, StripPrefix: r.StripPrefix}
 	}
 	if d := s.TopicSyncInterval; d != nil {
 		c.TopicSyncInterval.Duration = d.Duration

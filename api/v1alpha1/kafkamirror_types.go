@@ -54,7 +54,7 @@ type KafkaMirrorList struct {
 // KafkaMirrorSpec declares one mirror. Fields that also exist in the engine's config
 // file (mirror.yaml) have the same name there, so spec.X is config X.
 //
-// +kubebuilder:validation:XValidation:rule="!self.source.bootstrapServers.exists(s, self.target.bootstrapServers.exists(t, s.lowerAscii() == t.lowerAscii())) || (has(self.topics.rename) && ((has(self.topics.rename.prefix) && size(self.topics.rename.prefix) > 0) || (has(self.topics.rename.template) && size(self.topics.rename.template) > 0 && self.topics.rename.template != '{topic}')))",message="source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads (a mirror loop); set topics.rename.prefix or topics.rename.template"
+// +kubebuilder:validation:XValidation:rule="!self.source.bootstrapServers.exists(s, self.target.bootstrapServers.exists(t, s.lowerAscii() == t.lowerAscii())) || (has(self.topics.rename) && ((has(self.topics.rename.prefix) && size(self.topics.rename.prefix) > 0) || (has(self.topics.rename.template) && size(self.topics.rename.template) > 0 && self.topics.rename.template != '{topic}') || (has(self.topics.rename.stripPrefix) && size(self.topics.rename.stripPrefix) > 0)))",message="source and target are the same cluster and topics.rename is not set: the mirror would write into the topics it reads (a mirror loop); set topics.rename.prefix or topics.rename.template"
 // +kubebuilder:validation:XValidation:rule="has(self.consumerGroup) == has(oldSelf.consumerGroup) && (!has(self.consumerGroup) || self.consumerGroup == oldSelf.consumerGroup)",message="consumerGroup is immutable: it cannot be set, changed or removed after creation, because the mirror's committed offsets live in that group"
 // +kubebuilder:validation:XValidation:rule="!has(self.groups) || !has(self.partitioning) || self.partitioning == 'preserve'",message="groups (consumer-group offset translation) needs partitioning: preserve; hash and roundRobin move records to other partitions, so source offsets have no target offsets"
 // +kubebuilder:validation:XValidation:rule="!has(self.groups) || !has(self.handlers) || self.handlers.all(h, !has(h.name) || size(h.name) == 0)",message="groups (consumer-group offset translation) needs one target record per source record; a named handler may fan a record out"
@@ -703,6 +703,7 @@ type TopicsSpec struct {
 // RenameSpec maps source topic names to target topic names. Set at most one field.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.prefix) && size(self.prefix) > 0 && has(self.template) && size(self.template) > 0)",message="set rename.prefix or rename.template, not both"
+// +kubebuilder:validation:XValidation:rule="!(has(self.stripPrefix) && size(self.stripPrefix) > 0 && ((has(self.prefix) && size(self.prefix) > 0) || (has(self.template) && size(self.template) > 0)))",message="set one of rename.prefix, rename.template and rename.stripPrefix"
 type RenameSpec struct {
 	// prefix is put in front of the source topic name, for example "dc1.".
 	// +optional
@@ -716,6 +717,15 @@ type RenameSpec struct {
 	// +kubebuilder:validation:MaxLength=249
 	// +kubebuilder:validation:XValidation:rule="self.contains('{topic}')",message="rename.template must contain {topic}, or every source topic would map to one target topic"
 	Template string `json:"template,omitempty"`
+
+	// stripPrefix is removed from the front of the source topic name: the reverse of
+	// prefix, for a failback mirror ("dc1." maps dc1.orders back to orders). Only
+	// topics that start with it (and are longer) are mirrored; another topic that
+	// topics.include matches is not.
+	// +optional
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9._-]*$`
+	StripPrefix string `json:"stripPrefix,omitempty"`
 }
 
 // Partitioning chooses the target partition of a record.

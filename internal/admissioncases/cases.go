@@ -226,6 +226,18 @@ func Rejected() map[string]Case {
 			Field:   "spec.topics.rename",
 			Message: "set rename.prefix or rename.template, not both",
 		},
+		"rename with stripPrefix and prefix": {
+			Mutate: func(m *v1alpha1.KafkaMirror) {
+				m.Spec.Topics.Rename = &v1alpha1.RenameSpec{Prefix: "a.", StripPrefix: "b."}
+			},
+			Field:   "spec.topics.rename",
+			Message: "set one of rename.prefix, rename.template and rename.stripPrefix",
+		},
+		"rename stripPrefix with a slash": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Topics.Rename = &v1alpha1.RenameSpec{StripPrefix: "dc1/"} },
+			Field:   "spec.topics.rename.stripPrefix",
+			Message: "should match",
+		},
 		"rename template without {topic}": {
 			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Topics.Rename = &v1alpha1.RenameSpec{Template: "all-in-one"} },
 			Field:   "spec.topics.rename.template",
