@@ -294,12 +294,36 @@ func loadInitialPositions(ctx context.Context, cfg *config.Config, source sarama
 		}
 		log.Info("Read the failback points", "fromFailover", ip.FromFailover, "mode", string(fb.Header.Mode),
 			"cutoverAt", fb.Header.CutoverAt, "partitions", len(fb.Points))
+		warnRenameNotReversed(cfg, fb, log)
 	}
 	for i, o := range ip.Offsets {
 		out[partitionKey{o.Topic, o.Partition}] = initialPosition{offset: o.Offset, topicID: o.TopicID,
 			from: fmt.Sprintf("initialPositions.offsets[%d]", i)}
 	}
 	return out, ft, nil
+}
+
+// warnRenameNotReversed says, once per topic, when cfg's topics.rename writes a
+// failback point's topic (the failed-over mirror's target topic) to another topic
+// than the one it was mirrored from: the records written after the cutover would flow
+// back into a topic of their own on the original source. A warning, not an error: the
+// rename may be meant.
+func warnRenameNotReversed(cfg *config.Config, fb *Failback, log logr.Logger) {
+	sel, err := topics.NewSelector(cfg.Topics)
+	if err != nil {
+		return // config.Validate reports it
+	}
+	seen := map[string]bool{}
+	for _, p := range fb.Points {
+		if seen[p.Topic] || p.SourceTopic == "" || !sel.Matches(p.Topic) {
+			continue
+		}
+		seen[p.Topic] = true
+		if to := sel.TargetName(p.Topic); to != p.SourceTopic {
+			log.Info("Warning: failing back into another topic than the failover mirrored from; set topics.rename to map it back (stripPrefix for a prefix)",
+				"topic", p.Topic, "targetTopic", to, "failedOverFrom", p.SourceTopic)
+		}
+	}
 }
 
 // failbackTranslation translates a group offset on a failback mirror's source that is

@@ -60,13 +60,42 @@ func TestFailbackReversesAPrefixRename(t *testing.T) {
 		}
 	}
 
-	r := startEngine(t, rcfg, testLogger(t))
+	lines, log := newLogLines(t)
+	r := startEngine(t, rcfg, log)
 	got := readTarget(t, c.source, testTopic, partitions*(first+after), 500*time.Millisecond, 60*time.Second)
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
+	if n := lines.count("Warning: failing back into another topic"); n != 0 {
+		t.Errorf("%d warnings of a rename not reversed, with the rename reversed", n)
+	}
 	checkFailedBack(t, got, map[int32]int{0: first, 1: first}, back)
 	if ends := topicEndOffsets(t, c.source, renamed); ends != nil {
 		t.Errorf("the original source has a topic %s (ends %v): the failback did not strip the prefix", renamed, ends)
+	}
+}
+
+// TestFailbackWarnsOfARenameNotReversed: the forward mirror renamed orders to
+// dc1.orders and the failback mirror keeps the name: the records would flow back into
+// dc1.orders, not orders. The engine says so once per topic, naming both and the field.
+func TestFailbackWarnsOfARenameNotReversed(t *testing.T) {
+	const partitions = 2
+	c := newClusters(t, partitions, kfake.ClusterID("cluster-b"))
+	cfg := c.testConfig(t, func(cfg *config.Config) {
+		cfg.Topics.Rename = &config.Rename{Prefix: "dc1."}
+	})
+	newWorkload(partitions).produce(t, c.source, 10)
+	if _, err := Failover(context.Background(), cfg, FailoverOptions{Mode: FailoverPlanned, Timeout: time.Minute}, failoverOpts(t)...); err != nil {
+		t.Fatalf("planned failover failed: %v", err)
+	}
+	rcfg := reverseConfig(t, c, func(cfg *config.Config) { cfg.Topics.Include = []string{`dc1\..*`} })
+	lines, log := newLogLines(t)
+	r := startEngine(t, rcfg, log)
+	waitFor(t, 30*time.Second, "the failback points read", func() bool { return lines.count("Read the failback points") == 1 })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if n := lines.count("Warning: failing back into another topic than the failover mirrored from", `"topic"="dc1.orders"`, `"targetTopic"="dc1.orders"`, `"failedOverFrom"="orders"`, "topics.rename"); n != 1 {
+		t.Fatalf("%d warnings of the rename not reversed, want 1", n)
 	}
 }
