@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/realkafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -59,7 +60,7 @@ func TestConsumerGroupMovedToTarget(t *testing.T) {
 		}
 	}
 	t.Logf("the application reads on the source up to %v (%d records)", cut, toRead)
-	before := consumeGroup(t, s.src, app, s.topics,
+	before := consumeAsGroup(t, s.src, app, s.topics,
 		func(r *kgo.Record) bool { return r.Offset < cut[r.Topic][r.Partition] },
 		func(n int, _ map[string]map[int32]int64) bool { return n >= toRead })
 	srcCommitted := committed(t, s.src, app)
@@ -89,7 +90,7 @@ func TestConsumerGroupMovedToTarget(t *testing.T) {
 
 	// The application moves to the target and reads to the end.
 	ends := endOffsets(t, s.dst, s.topics)
-	after := consumeGroup(t, s.dst, app, s.topics, func(*kgo.Record) bool { return true }, func(_ int, last map[string]map[int32]int64) bool {
+	after := consumeAsGroup(t, s.dst, app, s.topics, func(*kgo.Record) bool { return true }, func(_ int, last map[string]map[int32]int64) bool {
 		for topic, parts := range ends {
 			for part, end := range parts {
 				at := got[fmt.Sprintf("%s/%d", topic, part)]
@@ -139,16 +140,16 @@ func TestConsumerGroupMovedToTarget(t *testing.T) {
 	s.figures(rep, map[string]any{"group_partitions": len(got), "read_on_source": len(before), "read_on_target": len(after), "skipped": skipped, "reread": duplicates})
 }
 
-// consumeGroup reads topics on c as a member of group (from the start where the group
+// consumeAsGroup reads topics on c as a member of group (from the start where the group
 // has no offset) until done says so; it processes the records take accepts, commits the
 // last of them in every partition, leaves the group, and returns how often it processed
 // each record id.
-func consumeGroup(t *testing.T, c *realkafka.Cluster, group string, topics map[string]int32, take func(*kgo.Record) bool, done func(n int, last map[string]map[int32]int64) bool) map[string]int {
+func consumeAsGroup(t *testing.T, c *realkafka.Cluster, group string, topics map[string]int32, take func(*kgo.Record) bool, done func(n int, last map[string]map[int32]int64) bool) map[string]int {
 	t.Helper()
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(c.Addrs()...),
 		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(topicList(topics)...),
+		kgo.ConsumeTopics(e2eharness.TopicNames(topics)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 	)
@@ -200,12 +201,4 @@ func consumeGroup(t *testing.T, c *realkafka.Cluster, group string, topics map[s
 		t.Logf("group %s on %s: leaving: %v", group, c.Name(), err)
 	}
 	return seen
-}
-
-func topicList(topics map[string]int32) []string {
-	out := make([]string, 0, len(topics))
-	for name := range topics {
-		out = append(out, name)
-	}
-	return out
 }

@@ -145,7 +145,7 @@ func TestDeclaredFailoverAndFailbackOnRealKafka(t *testing.T) {
 	if err := back.Stop(time.Minute); err != nil || back.ExitCode() != 0 {
 		t.Fatalf("the failback mirror did not stop cleanly: %v (code %d)\n%s", err, back.ExitCode(), back.LogTail(20))
 	}
-	if plan, _ := os.ReadFile(logPath); !containsAll(string(plan), "TO-COPY-BACK", "failback point", "left behind on the original source: none",
+	if plan, _ := os.ReadFile(logPath); !logHasAll(string(plan), "TO-COPY-BACK", "failback point", "left behind on the original source: none",
 		"ORIGINAL-SOURCE-OFFSET", "translated by the checkpoints to 900, exactly, through the failed-over mirror's offset syncs (below the failback point)") {
 		t.Errorf("the failback printed no plan:\n%s", e2eharness.FileTail(logPath, 20))
 	}
@@ -216,7 +216,7 @@ func TestDeclaredFailoverAndFailbackOnRealKafka(t *testing.T) {
 		"copied_back": len(p2.Records), "group_skipped": skippedAll, "group_reread": againAll})
 }
 
-func containsAll(s string, subs ...string) bool {
+func logHasAll(s string, subs ...string) bool {
 	for _, sub := range subs {
 		if !strings.Contains(s, sub) {
 			return false

@@ -47,19 +47,19 @@ func recreatedSourceTopic(t *testing.T, col column) {
 	}
 	e := s.startJoined("engine", cfg)
 	p1 := s.produce(workload("before", before)).Wait(t)
-	s.readUntil(col, p1)
+	s.readTargetUntil(col, p1)
 	if !col.exactlyOnce {
 		// Its stored position is the old topic's end (exactly-once stores it in the
 		// transaction that wrote the records just read).
 		s.waitCommitted(int64(len(p1.Records)), 2*time.Minute)
 	}
 
-	s.recreateSourceTopic(topic, partitions)
+	s.deleteAndRecreateSourceTopic(topic, partitions)
 	p2 := s.produce(workload("after", after)).Wait(t)
 	all := &audit.Produced{}
 	all.Merge(p1)
 	all.Merge(p2)
-	m := s.readUntil(col, all)
+	m := s.readTargetUntil(col, all)
 
 	// Offsets of the two incarnations overlap: each is audited on its own (the other's
 	// records count as unknown to it).
@@ -91,9 +91,9 @@ func recreatedSourceTopic(t *testing.T, col column) {
 	s.figures(rep, f)
 }
 
-// readUntil reads the target (read_committed in the exactly-once column) until it holds
+// readTargetUntil reads the target (read_committed in the exactly-once column) until it holds
 // every record of p, and returns what it read.
-func (s *scenario) readUntil(col column, p *audit.Produced) *audit.Mirrored {
+func (s *scenario) readTargetUntil(col column, p *audit.Produced) *audit.Mirrored {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
 	defer cancel()
@@ -115,10 +115,10 @@ func (s *scenario) readUntil(col column, p *audit.Produced) *audit.Mirrored {
 	}
 }
 
-// recreateSourceTopic deletes topic on the source and creates it again with partitions
+// deleteAndRecreateSourceTopic deletes topic on the source and creates it again with partitions
 // partitions as soon as the broker lets it (a deletion on Kafka takes a moment: the
 // name is taken until it completed).
-func (s *scenario) recreateSourceTopic(topic string, partitions int32) {
+func (s *scenario) deleteAndRecreateSourceTopic(topic string, partitions int32) {
 	s.t.Helper()
 	if err := retry(func(ctx context.Context) error {
 		resp, err := s.src.Admin().DeleteTopics(ctx, topic)
