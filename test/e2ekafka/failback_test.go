@@ -129,7 +129,7 @@ func TestDeclaredFailoverAndFailbackOnRealKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = back.Kill() })
+	failback := e2eharness.AdoptEngine(t, "failback", back)
 	all := &audit.Produced{}
 	all.Merge(p1)
 	all.Merge(p2)
@@ -142,9 +142,7 @@ func TestDeclaredFailoverAndFailbackOnRealKafka(t *testing.T) {
 	})
 	// A few more checkpoint rounds, which must leave app-b's partition 0 alone.
 	time.Sleep(3 * time.Second)
-	if err := back.Stop(time.Minute); err != nil || back.ExitCode() != 0 {
-		t.Fatalf("the failback mirror did not stop cleanly: %v (code %d)\n%s", err, back.ExitCode(), back.LogTail(20))
-	}
+	failback.StopCleanly(time.Minute)
 	if plan, _ := os.ReadFile(logPath); !logHasAll(string(plan), "TO-COPY-BACK", "failback point", "left behind on the original source: none",
 		"ORIGINAL-SOURCE-OFFSET", "translated by the checkpoints to 900, exactly, through the failed-over mirror's offset syncs (below the failback point)") {
 		t.Errorf("the failback printed no plan:\n%s", e2eharness.FileTail(logPath, 20))
