@@ -135,3 +135,26 @@ func TestSamplesAreAdmitted(t *testing.T) {
 		}
 	}
 }
+
+// TestProducerPoolBoundsAdmitted: spec.producer.producers takes the engine's bounds,
+// 1 and 16 included, and keeps the value as written.
+func TestProducerPoolBoundsAdmitted(t *testing.T) {
+	requireEnv(t)
+	t.Parallel()
+	for _, n := range []int32{1, 16} {
+		m := celMirror(fmt.Sprintf("producers-%d", n), func(m *v1alpha1.KafkaMirror) {
+			m.Spec.Producer = &v1alpha1.ProducerSpec{Producers: n}
+		})
+		if err := env.client.Create(context.Background(), m); err != nil {
+			t.Fatalf("producers %d rejected: %v", n, err)
+		}
+		got := &v1alpha1.KafkaMirror{}
+		if err := env.client.Get(context.Background(), client.ObjectKeyFromObject(m), got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.Producer == nil || got.Spec.Producer.Producers != n {
+			t.Fatalf("producers %d stored as %+v", n, got.Spec.Producer)
+		}
+		_ = env.client.Delete(context.Background(), m)
+	}
+}

@@ -277,6 +277,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err := e.life.untilStopped(ctx, func() error { return tl.runOnce(ctx) }, nil); err != nil {
 		return startFailed(err)
 	}
+	if e.txn == nil {
+		// The first Setup's target-side look-ups, readied beside the producers' start
+		// rather than after the join (progressKeeper.warm).
+		lingering.Add(1)
+		go func() { defer lingering.Done(); e.keeper.warm(bgCtx) }()
+	}
 	// The producers are sized by the limits of the target topics the first topic loop
 	// synced and read. Creating them sends InitProducerId, which a target that hangs
 	// does not answer: they are made apart from conns, so that a stop meanwhile leaves
@@ -288,6 +294,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	conns.producers, conns.clients, conns.single, conns.singleClient = made.producers, made.clients, made.single, made.singleClient
 	producerOpen = true
+	// The producers' metadata and connections to the leaders, readied while the streams
+	// join (sender.warmProducers).
+	lingering.Add(1)
+	go func() { defer lingering.Done(); e.sender.warmProducers(conns.targetMeta, targets) }()
 	stopSyncs := e.startCheckpoints(bgCtx, conns, bg.Go)
 	defer stopSyncs(time.Now(), true)
 	bg.Go(func() error { tl.run(bgCtx); return nil })

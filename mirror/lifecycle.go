@@ -283,7 +283,20 @@ func (l *lifecycle) connect() (*connections, error) {
 		_ = tgtClient.Close()
 		return nil, fmt.Errorf("while creating the target cluster admin: %w", err)
 	}
+	openBrokers(srcClient)
+	openBrokers(tgtClient)
 
 	ok = true
 	return c, nil
+}
+
+// openBrokers starts connecting client to every broker its metadata names (sarama's
+// Open does not wait). The first topic loop's admin requests go to any of them and the
+// group coordinators and leaders are among them: across a distance each new
+// connection's handshake is a round trip that the start would otherwise wait for, one
+// step after the other.
+func openBrokers(client sarama.Client) {
+	for _, b := range client.Brokers() {
+		_ = b.Open(client.Config())
+	}
 }

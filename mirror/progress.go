@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -90,6 +91,12 @@ type progressKeeper struct {
 
 	// topic is the progress topic (progresstopic.go), the copy no retention expires.
 	topic *progressTopic
+	// firstResume is set by the first resume, which reads topic early (see resume).
+	firstResume atomic.Bool
+	// setUp is closed once the first session's Setup looked its offsets up (setupDone):
+	// run opens (creates) topic only then.
+	setUp     chan struct{}
+	setUpOnce sync.Once
 
 	mu      sync.Mutex
 	pending map[partitionKey]position // source partition -> next offset, not yet written
@@ -117,6 +124,14 @@ func newProgressKeeper(e *Engine, sourceAdmin, targetAdmin sarama.ClusterAdmin, 
 		latest:      map[partitionKey]position{},
 		missing:     map[partitionKey]bool{},
 		wake:        make(chan struct{}, 1),
+		setUp:       make(chan struct{}),
+	}
+}
+
+// setupDone tells run that the first session's Setup is past its offset look-ups.
+func (k *progressKeeper) setupDone() {
+	if k != nil {
+		k.setUpOnce.Do(func() { close(k.setUp) })
 	}
 }
 
@@ -163,10 +178,19 @@ func (k *progressKeeper) recordTransaction(tp partitionKey, p position) {
 // a killed process would. A failed write is kept and retried with the next commit; it
 // never stops the mirror, whose source group still holds the progress.
 //
-// It opens the progress topic first, and writes the moved commit points to it every
+// It opens the progress topic first, once the first session's Setup has read it (or at
+// a stop): at a mirror's first start the topic does not exist yet, and that read then
+// ends with one metadata request, where a topic being created meanwhile would make it
+// wait for the new topic's leader. Then it writes the moved commit points to it every
 // progressTopicInterval and once more after the last group write.
 func (k *progressKeeper) run(stop, abort <-chan struct{}) {
 	defer k.topic.close()
+	select {
+	case <-k.setUp:
+	case <-stop:
+	case <-abort:
+		return
+	}
 	k.writeTopic()
 	tick := time.NewTicker(progressTopicInterval)
 	defer tick.Stop()
@@ -301,6 +325,27 @@ func (k *progressKeeper) requeue(batch map[partitionKey]position) {
 	}
 }
 
+// warm readies the target-side look-ups of the first session's Setup (resume) while the
+// engine starts, so that they do not wait for round trips after the group join: it
+// finds the target-side group's coordinator and connects to it (the client keeps both),
+// and reads the progress topic to its end (progressTopic.read keeps what it read and
+// later reads only what was written since). Nothing is decided from what it reads:
+// Setup looks both up again, now one round trip each. Errors are left to Setup's own
+// look-ups.
+func (k *progressKeeper) warm(ctx context.Context) {
+	if k == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if b, err := k.target.Coordinator(k.group); err == nil {
+			_ = b.Open(k.target.Config())
+		}
+	})
+	wg.Go(func() { _, _ = k.topic.read(ctx) })
+	wg.Wait()
+}
+
 // resume runs in a session's Setup, before any claim starts consuming: for each
 // claimed partition the source group has no offset for, it moves the session's offset
 // to the target-side progress when there is one (sarama then starts the claim there
@@ -334,9 +379,26 @@ func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, source sarama.
 	defer cancel()
 	done := make(chan found, 1)
 	go func() {
+		// The first Setup of the process reads the progress topic beside the group
+		// look-ups rather than after them, should they find no offset: at a mirror's
+		// first start that is one round trip less before the first record. Later
+		// sessions read it only when needed.
+		var early chan found
+		if k.firstResume.CompareAndSwap(false, true) {
+			early = make(chan found, 1)
+			go func() {
+				marks, err := k.topic.read(ctx)
+				early <- found{marks: marks, err: err}
+			}()
+		}
 		none, stale, tgt, err := k.lookup(sess.Claims(), ids)
 		var marks map[partitionKey]position
-		if err == nil && k.needsTopic(none, tgt) {
+		if early != nil {
+			r := <-early
+			if err == nil && k.needsTopic(none, tgt) {
+				marks, err = k.topicMarksFrom(r.marks, r.err)
+			}
+		} else if err == nil && k.needsTopic(none, tgt) {
 			marks, err = k.topicMarks(ctx)
 		}
 		done <- found{none, stale, tgt, marks, err}
@@ -412,7 +474,11 @@ func (k *progressKeeper) needsTopic(none []partitionKey, tgt *sarama.OffsetFetch
 // principal may not read it, waiting cannot help: it logs how to grant it and returns
 // no records, so the partitions start at initialOffset.
 func (k *progressKeeper) topicMarks(ctx context.Context) (map[partitionKey]position, error) {
-	marks, err := k.topic.read(ctx)
+	return k.topicMarksFrom(k.topic.read(ctx))
+}
+
+// topicMarksFrom is topicMarks of a read already made.
+func (k *progressKeeper) topicMarksFrom(marks map[partitionKey]position, err error) (map[partitionKey]position, error) {
 	if errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
 		k.log.Error(err, "Cannot read the progress topic: grant the mirror's target principal Read on it; partitions no group has an offset for start at initialOffset",
 			"progressTopic", k.topic.name, "initialOffset", k.initial)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -222,6 +223,9 @@ func (t *progressTopic) close() {
 func (t *progressTopic) read(ctx context.Context) (map[partitionKey]position, error) {
 	t.readMu.Lock()
 	defer t.readMu.Unlock()
+	if !t.known() {
+		return maps.Clone(t.store), nil
+	}
 	end, err := t.reader.GetOffset(t.name, 0, sarama.OffsetNewest)
 	if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
 		return maps.Clone(t.store), nil
@@ -250,6 +254,24 @@ func (t *progressTopic) read(ctx context.Context) (map[partitionKey]position, er
 		return nil, fmt.Errorf("while reading progress topic %q: %w", t.name, err)
 	}
 	return maps.Clone(t.store), nil
+}
+
+// known reports whether the topic may be there: it is in the reader's metadata, or one
+// metadata request does not deny it. A mirror's first start has no progress topic yet
+// (it is created at the first write), and asked for a missing topic the reader's
+// GetOffset refreshes its metadata with retries and backoff before it gives up: about a
+// second of the first session's Setup across a 100 ms round trip. DescribeTopics asks
+// once and creates nothing. When that question fails, known answers true and GetOffset
+// decides, as before.
+func (t *progressTopic) known() bool {
+	if cached, err := t.reader.Topics(); err == nil && slices.Contains(cached, t.name) {
+		return true
+	}
+	meta, err := t.admin.DescribeTopics([]string{t.name})
+	if err != nil || len(meta) != 1 {
+		return true
+	}
+	return !errors.Is(meta[0].Err, sarama.ErrUnknownTopicOrPartition)
 }
 
 // readTopicToEnd reads partition 0 of topic from offset from (or its log start, when

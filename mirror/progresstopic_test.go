@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,5 +272,63 @@ func TestProgressTopicReadRefused(t *testing.T) {
 	}
 	if n := logs.count("Cannot read the progress topic", "grant"); n == 0 {
 		t.Errorf("no log line says the progress topic could not be read and what to grant")
+	}
+}
+
+// TestFirstSetupDoesNotWaitForTheProgressTopic: at a mirror's first start the progress
+// topic does not exist. The first session's Setup reads it (the groups have no offset),
+// and the keeper must not create it meanwhile: a topic created during that read made
+// the read wait for the new topic's leader through the client's metadata retries and
+// backoff, about 0.3 s of the start across a 100 ms round trip. Counted here: requests
+// that create the progress topic, and client metadata requests (which may auto-create)
+// naming it, before the first partition was started: none of either.
+func TestFirstSetupDoesNotWaitForTheProgressTopic(t *testing.T) {
+	const partitions, n = 2, 100
+	c := newClusters(t, partitions)
+	cfg := c.testConfig(t)
+	topic := ProgressTopic(cfg.ConsumerGroup)
+	logs, log := newLogLines(t)
+	started := func() bool { return logs.count("Started partition at initialOffset") > 0 }
+	var earlyCreate, earlyMeta, created atomic.Int64
+	c.target.ControlKey(kmsg.CreateTopics.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.target.KeepControl()
+		for _, rt := range req.(*kmsg.CreateTopicsRequest).Topics {
+			if rt.Topic == topic {
+				created.Add(1)
+				if !started() {
+					earlyCreate.Add(1)
+				}
+			}
+		}
+		return nil, nil, false
+	})
+	c.target.ControlKey(kmsg.Metadata.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.target.KeepControl()
+		mreq := req.(*kmsg.MetadataRequest)
+		for _, rt := range mreq.Topics {
+			if rt.Topic != nil && *rt.Topic == topic && mreq.AllowAutoTopicCreation && !started() {
+				earlyMeta.Add(1)
+			}
+		}
+		return nil, nil, false
+	})
+	w := newWorkload(partitions)
+	w.produce(t, c.source, n)
+	r := startEngine(t, cfg, log)
+	got := readTarget(t, c.target, testTopic, w.total(), time.Second, time.Minute)
+	if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 {
+		t.Errorf("%d missing, %d duplicates, want 0 and 0", res.missing, res.duplicates)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if logs.count("Started partition at initialOffset") != partitions {
+		t.Errorf("want %d partitions started at initialOffset (a first start)", partitions)
+	}
+	if created.Load() == 0 {
+		t.Errorf("the progress topic was never created")
+	}
+	if e, m := earlyCreate.Load(), earlyMeta.Load(); e != 0 || m != 0 {
+		t.Errorf("before the first partition started: %d requests created progress topic %q and %d client metadata requests asked for it, want 0 and 0", e, topic, m)
 	}
 }

@@ -456,6 +456,44 @@ func (s *sender) openProducers(c *connections, targets []string) error {
 	return nil
 }
 
+// warmProducers readies the batching producers for their first records while the
+// streams join the group: each producer's client reads the target topics' metadata and
+// connects to their partitions' leaders (sarama's Leader opens the connection), which
+// targetTopics.check and the first produce request would otherwise do after the join,
+// a round trip each across a distance. Only topics whose every partition has a leader
+// in probe's metadata (the topic loop's view) are asked for: the producers' metadata
+// refresh retries while a partition has no leader (kafka.keepLookingForLeaders), and a
+// warm-up must not hold a client that long. What it could not do, the first record's
+// check does, as before.
+func (s *sender) warmProducers(probe sarama.Client, targets []string) {
+	var ready []string
+	for _, t := range targets {
+		parts, err := probe.Partitions(t)
+		writable, werr := probe.WritablePartitions(t)
+		if err == nil && werr == nil && len(parts) > 0 && len(writable) == len(parts) {
+			ready = append(ready, t)
+		}
+	}
+	if len(ready) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, client := range s.clients {
+		wg.Go(func() {
+			if client.RefreshMetadata(ready...) != nil {
+				return
+			}
+			for _, t := range ready {
+				parts, _ := client.Partitions(t)
+				for _, p := range parts {
+					_, _ = client.Leader(t, p)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // openProducer makes one producer towards the target and its client: batches of up to
 // maxBytes, and of at most maxMessages records when it is not 0. It returns the
 // client even when the producer failed, for the caller to close.

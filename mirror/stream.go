@@ -273,6 +273,7 @@ func (s *stream) Setup(sess sarama.ConsumerGroupSession) error {
 	} else {
 		resumed, err = e.keeper.resume(sess, s.client, ss.ids, s.log)
 	}
+	e.keeper.setupDone()
 	if err != nil {
 		return err
 	}

@@ -439,6 +439,16 @@ type ProducerSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	FlushMessages int32 `json:"flushMessages,omitempty"`
+
+	// producers is the number of batching producers, each with its own connections,
+	// that share the mirrored partitions: every source partition's records go through
+	// one of them, so order and idempotence hold, and each target broker sees up to this
+	// many requests in flight rather than one. A far target needs them; 1 sends
+	// everything through one producer (a little less CPU and memory on a near target).
+	// Ignored with delivery exactlyOnce. Default 8, at most 16.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 16",message="producer.producers must be between 1 and 16"
+	Producers int32 `json:"producers,omitempty"`
 }
 
 // ConsumerSpec tunes the fetches from the source.

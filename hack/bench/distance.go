@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -101,7 +102,7 @@ func (o options) distanceCases() []distanceCase {
 			out = append(out, distanceCase{TargetRTT: rtt, TargetBrokers: n})
 		}
 	}
-	if far := o.distanceRTTs[len(o.distanceRTTs)-1]; far > 0 {
+	if far := o.distanceRTTs[len(o.distanceRTTs)-1]; far > 0 && o.distanceSource {
 		out = append(out, distanceCase{SourceRTT: far, TargetBrokers: o.distanceBrokers[len(o.distanceBrokers)-1]})
 	}
 	return out
@@ -294,6 +295,16 @@ func (b *bench) acrossRegions(ctx context.Context) ([]distanceResult, error) {
 			bin  []string
 		}{armBaseline, []string{base}})
 	}
+	if len(o.distanceArms) > 0 {
+		short := map[string]string{armEngine: "engine", armBaseline: "baseline", armSarama: "sarama", armFranzGo: "franz-go"}
+		kept := arms[:0]
+		for _, a := range arms {
+			if slices.Contains(o.distanceArms, short[a.name]) {
+				kept = append(kept, a)
+			}
+		}
+		arms = kept
+	}
 	var out []distanceResult
 	shift := 0
 	for _, c := range o.distanceCases() {
@@ -336,7 +347,7 @@ func (b *bench) distanceRun(ctx context.Context, source []string, gen *recordGen
 	if err != nil {
 		return res, err
 	}
-	err = admin.CreateTopic(distanceTopic, &sarama.TopicDetail{NumPartitions: int32(b.o.partitions), ReplicationFactor: -1}, false)
+	err = admin.CreateTopic(distanceTopic, &sarama.TopicDetail{NumPartitions: int32(b.o.partitions), ReplicationFactor: -1, ConfigEntries: b.o.distanceTopicConfigs}, false)
 	_ = admin.Close()
 	if err != nil {
 		return res, fmt.Errorf("while creating the target topic: %w", err)

@@ -31,7 +31,15 @@ func TestDistanceOptions(t *testing.T) {
 	if q.distanceRecords != 50_000 || len(q.distanceCases()) != 3 || !q.latencyOnly {
 		t.Errorf("quick: records %d, layouts %v", q.distanceRecords, q.distanceCases())
 	}
+	one, err := parseOptions([]string{"--distance-rtts", "100ms", "--distance-brokers", "1", "--distance-source=false", "--distance-arms", "engine,franz-go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := one.distanceCases(); !slices.Equal(got, []distanceCase{{TargetRTT: 100 * time.Millisecond, TargetBrokers: 1}}) || !slices.Equal(one.distanceArms, []string{"engine", "franz-go"}) {
+		t.Errorf("one layout, two arms: layouts %v, arms %v", got, one.distanceArms)
+	}
 	for name, args := range map[string][]string{
+		"unknown arm":    {"--distance-arms", "mm2"},
 		"bad round trip": {"--distance-rtts", "soon"},
 		"no brokers":     {"--distance-brokers", ""},
 		"zero records":   {"--distance-records", "0"},

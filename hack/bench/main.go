@@ -63,6 +63,12 @@ type options struct {
 	distanceRounds    int
 	distanceRTTs      []time.Duration
 	distanceBrokers   []int
+	// distanceArms lists the arms of the across-regions section to run (all when empty).
+	distanceArms []string
+	// distanceSource adds the layout with the source far away and the target near.
+	distanceSource bool
+	// distanceTopicConfigs are configs of the across-regions target topic.
+	distanceTopicConfigs map[string]*string
 }
 
 func parseOptions(args []string) (options, error) {
@@ -102,6 +108,9 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.distanceRounds, "distance-rounds", 1, "rounds of each across-regions layout")
 	rtts := fs.String("distance-rtts", "0,20ms,100ms", "round trips added in front of the target, comma-separated; the last one is also put in front of the source")
 	dbrokers := fs.String("distance-brokers", "1,3", "target broker counts of the across-regions section, comma-separated")
+	darms := fs.String("distance-arms", "", "arms of the across-regions section to run, comma-separated: engine, baseline, sarama, franz-go (default: all; baseline only with --baseline-bin)")
+	dconfigs := fs.String("distance-target-configs", "", "configs of the across-regions target topic, comma-separated KEY=VALUE (for example max.message.bytes=4194304: the engine sizes its batches by it)")
+	fs.BoolVar(&o.distanceSource, "distance-source", true, "also run the across-regions layout with the source as far away as the last --distance-rtts and the target near")
 	fs.StringVar(&o.kafka, "kafka", "kfake", "the brokers: kfake (in-process, the default), or real: two single-broker Apache Kafka clusters (make kafka) with the engine, the bare forwarder and MirrorMaker 2 (make kafka-mm2) in alternating rounds, into docs/benchmarks/mm2-results.*; then --records defaults to 200000, --value-size to 1024 and --rounds to 3")
 	fs.StringVar(&o.mm2Heap, "mm2-heap", defaultMM2Heap, "with --kafka real, MirrorMaker 2's JVM -Xmx")
 	mm2Props := fs.String("mm2-props", "", "with --kafka real, properties added to MirrorMaker 2's mm2.properties, comma-separated KEY=VALUE (for example target.producer.batch.size=1048576,target.producer.linger.ms=5)")
@@ -184,6 +193,29 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.distanceRTTs, err = parseDurations(*rtts); err != nil {
 		return o, fmt.Errorf("--distance-rtts: %w", err)
+	}
+	for _, kv := range strings.Split(*dconfigs, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			return o, fmt.Errorf("--distance-target-configs: %q is not KEY=VALUE", kv)
+		}
+		if o.distanceTopicConfigs == nil {
+			o.distanceTopicConfigs = map[string]*string{}
+		}
+		v = strings.TrimSpace(v)
+		o.distanceTopicConfigs[k] = &v
+	}
+	for _, a := range strings.Split(*darms, ",") {
+		switch a = strings.TrimSpace(a); a {
+		case "":
+		case "engine", "baseline", "sarama", "franz-go":
+			o.distanceArms = append(o.distanceArms, a)
+		default:
+			return o, fmt.Errorf("--distance-arms: %q is none of engine, baseline, sarama, franz-go", a)
+		}
 	}
 	if o.throttleLimits, err = parseInts(*inflight); err != nil {
 		return o, fmt.Errorf("--throttle-inflight: %w", err)

@@ -289,6 +289,16 @@ func Rejected() map[string]Case {
 			Field:   "spec.producer.maxMessageBytes",
 			Message: "should be greater than or equal to 1",
 		},
+		"too many producers": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Producer = &v1alpha1.ProducerSpec{Producers: 17} },
+			Field:   "spec.producer.producers",
+			Message: "producer.producers must be between 1 and 16",
+		},
+		"negative producers": {
+			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Producer = &v1alpha1.ProducerSpec{Producers: -1} },
+			Field:   "spec.producer.producers",
+			Message: "producer.producers must be between 1 and 16",
+		},
 		"unknown delivery": {
 			Mutate:  func(m *v1alpha1.KafkaMirror) { m.Spec.Delivery = "atMostOnce" },
 			Field:   "spec.delivery",
@@ -336,6 +346,11 @@ func RejectedRaw() map[string]RawCase {
 			Spec:    rawBase + `, streams: 0}`,
 			Field:   "spec.streams",
 			Message: "streams must be between 1 and 64",
+		},
+		"zero producers": {
+			Spec:    rawBase + `, producer: {producers: 0}}`,
+			Field:   "spec.producer.producers",
+			Message: "producer.producers must be between 1 and 16",
 		},
 		"a misspelt field": {
 			Spec:    rawBase + `, replica: 2}`,

@@ -94,6 +94,14 @@ func LaunchEngine(t *testing.T, name, cfgPath string) (*Engine, error) {
 	return e, nil
 }
 
+// AdoptEngine wraps a kafka-mirror process started otherwise (another subcommand than
+// run), killed at the end of the test if it still runs.
+func AdoptEngine(t *testing.T, name string, p *engineproc.Process) *Engine {
+	e := &Engine{Process: p, t: t, Name: name}
+	t.Cleanup(func() { _ = e.Kill() })
+	return e
+}
+
 // StopCleanly sends SIGTERM and waits up to timeout for the engine to exit; it fails
 // the test unless the engine exits 0 in time, and returns how long the stop took.
 func (e *Engine) StopCleanly(timeout time.Duration) time.Duration {

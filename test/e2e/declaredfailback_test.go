@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/audit"
+	"github.com/kafka-mirror/kafka-mirror-operator/internal/e2eharness"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/engineproc"
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror"
@@ -65,13 +66,13 @@ func TestDeclaredFailback(t *testing.T) {
 	testutil.CommitOffsets(t, s.src.addrs(), "app-a", topic, map[int32]int64{0: first, 1: first}, "")
 	testutil.CommitOffsets(t, s.src.addrs(), "app-b", topic, map[int32]int64{0: 400, 1: 700}, "")
 	cfg := s.config(func(c *config.Config) { c.Groups = groups })
-	cfgPath := writeConfig(t, s.dir, "mirror", cfg)
+	cfgPath := e2eharness.WriteConfig(t, s.dir, "mirror", cfg)
 	e := s.startEngine("mirror", cfg)
 	waitFor(time.Minute, "the mirror committing everything", func() bool {
 		c := committedSoFar(t, s.src, s.group, topic)
 		return c[0] == first && c[1] == first
 	})
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	report, err := runFailoverCommand(t, cfgPath, "--mode", "planned", "--timeout", "2m")
 	if err != nil || !report.Completed {
 		t.Fatalf("planned failover: %v; report %+v", err, report)
@@ -104,17 +105,16 @@ func TestDeclaredFailback(t *testing.T) {
 		c.ConsumerGroup = s.group + ".back"
 		c.Groups = groups
 		c.Provenance = &config.Provenance{Enabled: true}
-		c.Metrics.Address = freeAddr(t)
+		c.Metrics.Address = e2eharness.FreeAddr(t)
 	})
-	rcfgPath := writeConfig(t, s.dir, "reverse", rcfg)
+	rcfgPath := e2eharness.WriteConfig(t, s.dir, "reverse", rcfg)
 	logPath := filepath.Join(s.dir, "failback.log")
 	proc, err := engineproc.Start(exec.Command(engineBinary(t), "failback", "--config", rcfgPath, "--from", s.group, "--log-format", "json"),
 		engineproc.Options{LogPath: logPath})
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := &engine{Process: proc, t: t, name: "failback"}
-	t.Cleanup(func() { _ = back.Kill() })
+	back := e2eharness.AdoptEngine(t, "failback", proc)
 	all := &audit.Produced{}
 	all.Merge(p1)
 	all.Merge(p2)
@@ -128,10 +128,10 @@ func TestDeclaredFailback(t *testing.T) {
 	})
 	// A few more checkpoint rounds, which must leave app-b's partition 0 alone.
 	time.Sleep(3 * time.Second)
-	back.stop(time.Minute)
+	back.StopCleanly(time.Minute)
 	if plan, _ := os.ReadFile(logPath); !containsAll(string(plan), "TO-COPY-BACK", "failback point", "left behind on the original source: none",
 		"ORIGINAL-SOURCE-OFFSET", "translated by the checkpoints to 900, exactly, through the failed-over mirror's offset syncs (below the failback point)") {
-		t.Errorf("the failback printed no plan:\n%s", fileTail(logPath, 20))
+		t.Errorf("the failback printed no plan:\n%s", e2eharness.FileTail(logPath, 20))
 	}
 	// Read again after the stop: nothing more came.
 	mSrc, err = audit.ReadAll(ctx, s.src.addrs(), []string{topic}, audit.ReadOptions{})
@@ -237,7 +237,7 @@ func TestDeclaredFailbackAfterImmediateFailover(t *testing.T) {
 	cfg := s.config(func(c *config.Config) {
 		c.Groups = &config.Groups{Include: []string{"app-.*"}, SyncInterval: config.Duration{Duration: time.Second}}
 	})
-	cfgPath := writeConfig(t, s.dir, "mirror", cfg)
+	cfgPath := e2eharness.WriteConfig(t, s.dir, "mirror", cfg)
 	e := s.startEngine("mirror", cfg)
 	deadline := time.Now().Add(time.Minute)
 	for c := committedSoFar(t, s.src, s.group, topic); c[0]+c[1] < 1200; c = committedSoFar(t, s.src, s.group, topic) {
@@ -246,7 +246,7 @@ func TestDeclaredFailbackAfterImmediateFailover(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	e.stop(time.Minute)
+	e.StopCleanly(time.Minute)
 	leftBehind := produce(s.src, 300, "left", 2)
 	s.src.disable()
 	report, err := runFailoverCommand(t, cfgPath, "--mode", "immediate", "--timeout", "5s")
@@ -260,9 +260,9 @@ func TestDeclaredFailbackAfterImmediateFailover(t *testing.T) {
 		c.Source, c.Target = c.Target, c.Source
 		c.ConsumerGroup = s.group + ".back"
 		c.Provenance = &config.Provenance{Enabled: true}
-		c.Metrics.Address = freeAddr(t)
+		c.Metrics.Address = e2eharness.FreeAddr(t)
 	})
-	rcfgPath := writeConfig(t, s.dir, "reverse", rcfg)
+	rcfgPath := e2eharness.WriteConfig(t, s.dir, "reverse", rcfg)
 	out, err := exec.Command(engineBinary(t), "failback", "--config", rcfgPath, "--from", s.group, "--plan-only", "-o", "json").Output()
 	if err != nil {
 		t.Fatalf("failback --plan-only: %v\n%s", err, out)
@@ -296,8 +296,7 @@ func TestDeclaredFailbackAfterImmediateFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := &engine{Process: proc, t: t, name: "failback"}
-	t.Cleanup(func() { _ = back.Kill() })
+	back := e2eharness.AdoptEngine(t, "failback", proc)
 	want := len(mirrored.Records) + len(leftBehind.Records) + len(afterCutover.Records)
 	mSrc, err := audit.ReadAll(ctx, s.src.addrs(), []string{topic}, audit.ReadOptions{MinRecords: want, Timeout: 2 * time.Minute})
 	if err != nil {
@@ -305,7 +304,7 @@ func TestDeclaredFailbackAfterImmediateFailover(t *testing.T) {
 	}
 	// Let the failback mirror run on for a moment: nothing more may come.
 	time.Sleep(3 * time.Second)
-	back.stop(time.Minute)
+	back.StopCleanly(time.Minute)
 	if mSrc, err = audit.ReadAll(ctx, s.src.addrs(), []string{topic}, audit.ReadOptions{}); err != nil {
 		t.Fatal(err)
 	}
