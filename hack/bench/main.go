@@ -49,6 +49,10 @@ type options struct {
 	// realKillEOS adds the exactly-once arms to the kill -9 test.
 	realKillEOS bool
 	mm2Heap     string
+	// realArms are the mirrors of the throughput rounds (--real-arms), in the order of
+	// the first round; realBrokers the brokers per cluster (--real-brokers, 1 or 3).
+	realArms    []string
+	realBrokers int
 	// mm2Props are added to (or override) MirrorMaker 2's mm2.properties.
 	mm2Props map[string]string
 	// The across-regions section (distance.go).
@@ -111,6 +115,8 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.mm2Heap, "mm2-heap", defaultMM2Heap, "with --kafka real, MirrorMaker 2's JVM -Xmx")
 	mm2Props := fs.String("mm2-props", "", "with --kafka real, properties added to MirrorMaker 2's mm2.properties, comma-separated KEY=VALUE (for example target.producer.batch.size=1048576,target.producer.linger.ms=5)")
 	fs.BoolVar(&o.realKillEOS, "kill9-exactly-once", true, "with --kafka real and --kill9, also kill -9 the engine with delivery: exactlyOnce and MirrorMaker 2 with exactly.once.source.support=enabled, audited read_committed")
+	arms := fs.String("real-arms", "kafka-mirror,forwarder,mm2", "with --kafka real, the mirrors of the throughput rounds, comma-separated: "+strings.Join(realArmFlagNames(), ", ")+" (the -eos arms: the engine with delivery: exactlyOnce, MirrorMaker 2 with exactly.once.source.support=enabled; their target is counted read_committed)")
+	fs.IntVar(&o.realBrokers, "real-brokers", 1, "with --kafka real, brokers per cluster: 1, or 3 (every topic with replication factor 3, min.insync.replicas 2)")
 	fs.BoolVar(&o.realKill, "kill9", true, "with --kafka real, also kill -9 the engine and MirrorMaker 2 mid-stream, restart them and count duplicates and losses")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -176,6 +182,12 @@ func parseOptions(args []string) (options, error) {
 		o.mm2Props[k] = strings.TrimSpace(v)
 	}
 	var err error
+	if o.realArms, err = parseRealArms(*arms); err != nil {
+		return o, err
+	}
+	if o.realBrokers != 1 && o.realBrokers != 3 {
+		return o, fmt.Errorf("--real-brokers: %d is neither 1 nor 3", o.realBrokers)
+	}
 	if o.distanceBrokers, err = parseInts(*dbrokers); err != nil || len(o.distanceBrokers) == 0 {
 		return o, fmt.Errorf("--distance-brokers: %q is not a list of positive numbers", *dbrokers)
 	}

@@ -42,6 +42,9 @@ type mm2Spec struct {
 	partitions     int
 	// exactlyOnce turns on exactly.once.source.support on the target's worker (KIP-618).
 	exactlyOnce bool
+	// replicationFactor is that of MirrorMaker's internal topics: 1 (the default) on
+	// single-broker clusters, 3 on three.
+	replicationFactor int
 	// extra are added last, over the properties above (--mm2-props).
 	extra map[string]string
 }
@@ -52,9 +55,13 @@ type mm2Spec struct {
 // need turned off (heartbeats, checkpoints, group offset sync, topic config and ACL sync,
 // group refresh). Offset syncs stay on: MirrorSourceConnector refuses
 // emit.offset-syncs.enabled=false while the checkpoint connector is configured. The
-// internal topics are created with replication factor 1 (single-broker clusters).
+// internal topics are created with the spec's replication factor (1 by default).
 func mm2Properties(s mm2Spec) map[string]string {
 	src, tgt := mm2SourceAlias, mm2TargetAlias
+	rf := "1"
+	if s.replicationFactor > 1 {
+		rf = strconv.Itoa(s.replicationFactor)
+	}
 	flow := src + "->" + tgt
 	back := tgt + "->" + src
 	p := map[string]string{
@@ -72,13 +79,13 @@ func mm2Properties(s mm2Spec) map[string]string {
 		"sync.topic.configs.enabled":            "false",
 		"sync.topic.acls.enabled":               "false",
 		"refresh.groups.enabled":                "false",
-		"replication.factor":                    "1",
-		"offset-syncs.topic.replication.factor": "1",
-		"heartbeats.topic.replication.factor":   "1",
-		"checkpoints.topic.replication.factor":  "1",
-		"config.storage.replication.factor":     "1",
-		"offset.storage.replication.factor":     "1",
-		"status.storage.replication.factor":     "1",
+		"replication.factor":                    rf,
+		"offset-syncs.topic.replication.factor": rf,
+		"heartbeats.topic.replication.factor":   rf,
+		"checkpoints.topic.replication.factor":  rf,
+		"config.storage.replication.factor":     rf,
+		"offset.storage.replication.factor":     rf,
+		"status.storage.replication.factor":     rf,
 		tgt + ".producer.acks":                  "all",
 		tgt + ".producer.enable.idempotence":    "true",
 		src + ".consumer.auto.offset.reset":     "earliest",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,13 @@ func TestMM2Properties(t *testing.T) {
 	if got := mm2Properties(spec)["target.exactly.once.source.support"]; got != "enabled" {
 		t.Errorf("with exactlyOnce, target.exactly.once.source.support = %q, want enabled", got)
 	}
+	spec.replicationFactor = 3
+	got = mm2Properties(spec)
+	for _, k := range []string{"replication.factor", "offset-syncs.topic.replication.factor", "config.storage.replication.factor", "offset.storage.replication.factor", "status.storage.replication.factor"} {
+		if got[k] != "3" {
+			t.Errorf("on 3-broker clusters, %s = %q, want 3", k, got[k])
+		}
+	}
 }
 
 func TestRenderJavaPropertiesEscapes(t *testing.T) {
@@ -168,6 +176,26 @@ func TestParseOptionsKafkaReal(t *testing.T) {
 	if _, err := parseOptions([]string{"--kafka", "real", "--mm2-props", "novalue"}); err == nil || !strings.Contains(err.Error(), "--mm2-props") {
 		t.Errorf("--mm2-props novalue: err = %v, want one naming --mm2-props", err)
 	}
+	o, err = parseOptions([]string{"--kafka", "real"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.realArms, []string{realEngine, realForwarder, realMM2}) || o.realBrokers != 1 {
+		t.Errorf("--kafka real: arms %q, brokers %d; want the engine, the forwarder and MirrorMaker 2 on single brokers", o.realArms, o.realBrokers)
+	}
+	o, err = parseOptions([]string{"--kafka", "real", "--real-arms", "kafka-mirror-eos, mm2-eos", "--real-brokers", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.realArms, []string{realEngineEOS, realMM2EOS}) || o.realBrokers != 3 {
+		t.Errorf("--real-arms kafka-mirror-eos,mm2-eos --real-brokers 3: arms %q, brokers %d", o.realArms, o.realBrokers)
+	}
+	for _, args := range [][]string{{"--real-arms", "mm3"}, {"--real-arms", "mm2,mm2"}, {"--real-arms", ","}, {"--real-brokers", "2"}} {
+		flagName := args[0]
+		if _, err := parseOptions(append([]string{"--kafka", "real"}, args...)); err == nil || !strings.Contains(err.Error(), flagName) {
+			t.Errorf("%q: err = %v, want one naming %s", args, err, flagName)
+		}
+	}
 	if _, err := parseOptions([]string{"--kafka", "kraft"}); err == nil || !strings.Contains(err.Error(), "--kafka") {
 		t.Errorf("--kafka kraft: err = %v, want one naming --kafka", err)
 	}
@@ -181,13 +209,14 @@ func TestSummarizeReal(t *testing.T) {
 		}, Audit: audit{Read: 10, Distinct: 10}}
 	}
 	runs := []realResult{
+		run(realMM2EOS, 50, 40, 700),
 		run(realMM2, 100, 30, 600), run(realEngine, 300, 10, 100),
 		run(realMM2, 200, 20, 500), run(realEngine, 100, 12, 120),
 		run(realMM2, 300, 10, 400), run(realEngine, 200, 11, 110),
 	}
 	got := summarizeReal(runs)
-	if len(got) != 2 || got[0].Arm != realEngine || got[1].Arm != realMM2 {
-		t.Fatalf("summaries %+v: want the engine, then MirrorMaker 2 (no forwarder runs)", got)
+	if len(got) != 3 || got[0].Arm != realEngine || got[1].Arm != realMM2 || got[2].Arm != realMM2EOS {
+		t.Fatalf("summaries %+v: want the engine, MirrorMaker 2, then MirrorMaker 2 exactly-once (no forwarder runs)", got)
 	}
 	if e := got[0]; e.Rate != 200 || e.CPUPerMillion != 11 || e.MaxRSS != 110 || e.Runs != 3 || e.Audited != 30 {
 		t.Errorf("engine summary %+v: want medians 200 records/s, 11 CPU s, 110 B, 3 runs, 30 audited", e)

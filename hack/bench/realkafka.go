@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,9 +39,45 @@ const (
 	realMM2EOS    = "MirrorMaker 2, exactly.once.source.support"
 )
 
-// realArms are the arms in the order of the first round; each later round starts one
-// arm later.
-var realArms = []string{realEngine, realForwarder, realMM2}
+// realArmNames are the names --real-arms takes, and the arm each one is.
+var realArmNames = map[string]string{
+	"kafka-mirror":     realEngine,
+	"forwarder":        realForwarder,
+	"mm2":              realMM2,
+	"kafka-mirror-eos": realEngineEOS,
+	"mm2-eos":          realMM2EOS,
+}
+
+// realArmFlagNames are the keys of realArmNames in the order the tables list the arms.
+func realArmFlagNames() []string {
+	return []string{"kafka-mirror", "forwarder", "mm2", "kafka-mirror-eos", "mm2-eos"}
+}
+
+// parseRealArms is --real-arms: arm names, comma-separated, each once.
+func parseRealArms(s string) ([]string, error) {
+	var out []string
+	for _, name := range strings.Split(s, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		arm, ok := realArmNames[name]
+		if !ok {
+			return nil, fmt.Errorf("--real-arms: %q is none of %s", name, strings.Join(realArmFlagNames(), ", "))
+		}
+		if slicesContainsAny(out, []string{arm}) {
+			return nil, fmt.Errorf("--real-arms: %q is listed twice", name)
+		}
+		out = append(out, arm)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--real-arms: no arm in %q", s)
+	}
+	return out, nil
+}
+
+// exactlyOnceArm tells the arms whose target holds transactions: counted and audited
+// read_committed.
+func exactlyOnceArm(arm string) bool { return arm == realEngineEOS || arm == realMM2EOS }
 
 // mm2File is the base name of the comparison's results in --out.
 const mm2File = "mm2-results"
@@ -162,6 +199,7 @@ type realReport struct {
 	MM2Version   string            `json:"mirrorMakerVersion"`
 	MM2Heap      string            `json:"mirrorMakerHeap"`
 	MM2Props     map[string]string `json:"mirrorMakerExtraProperties,omitempty"`
+	Brokers      int               `json:"brokersPerCluster"`
 	Records      int               `json:"records"`
 	ValueSize    int               `json:"valueSize"`
 	Partitions   int               `json:"partitions"`
@@ -193,11 +231,11 @@ func (b *bench) realKafka(ctx context.Context) error {
 	b.engineBin = []string{bin}
 	rb := &realBench{bench: b, mm2Jars: jars}
 	defer rb.closeClusters()
-	b.logf("Starting two single-broker Apache Kafka %s clusters", realkafka.Version)
+	b.logf("Starting two Apache Kafka %s clusters of %d broker(s)", realkafka.Version, b.o.realBrokers)
 	if err := rb.startClusters(ctx); err != nil {
 		return err
 	}
-	if _, err := rb.source.Admin().CreateTopic(ctx, int32(b.o.partitions), 1, nil, dataTopic); err != nil {
+	if _, err := rb.source.Admin().CreateTopic(ctx, int32(b.o.partitions), int16(b.o.realBrokers), nil, dataTopic); err != nil {
 		return fmt.Errorf("while creating source topic %s: %w", dataTopic, err)
 	}
 	b.srcBrokers = rb.source.Addrs()
@@ -211,11 +249,11 @@ func (b *bench) realKafka(ctx context.Context) error {
 	rep := realReport{
 		Date: time.Now().UTC().Format(time.RFC3339), Commit: gitCommit(), CPU: cpuModel(), Cores: numCPU(),
 		KafkaVersion: realkafka.Version, MM2Version: mm2Version, MM2Heap: "-Xms" + mm2HeapMin + " -Xmx" + b.o.mm2Heap,
-		MM2Props: b.o.mm2Props, Records: b.o.records, ValueSize: b.o.valueSize, Partitions: b.o.partitions, Rounds: b.o.rounds,
+		MM2Props: b.o.mm2Props, Brokers: b.o.realBrokers, Records: b.o.records, ValueSize: b.o.valueSize, Partitions: b.o.partitions, Rounds: b.o.rounds,
 	}
 	for i := range b.o.rounds {
-		for j := range realArms {
-			arm := realArms[(i+j)%len(realArms)]
+		for j := range b.o.realArms {
+			arm := b.o.realArms[(i+j)%len(b.o.realArms)]
 			res, err := rb.throughput(ctx, arm)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", i+1, arm, err)
@@ -248,7 +286,7 @@ func (rb *realBench) startClusters(ctx context.Context) error {
 	for _, c := range []**realkafka.Cluster{&rb.source, &rb.target} {
 		name := map[bool]string{true: "source", false: "target"}[c == &rb.source]
 		g.Go(func() error {
-			cl, err := realkafka.Start(ctx, rb.workDir, realkafka.Options{Name: name})
+			cl, err := realkafka.Start(ctx, rb.workDir, realkafka.Options{Name: name, Brokers: rb.o.realBrokers})
 			if err != nil {
 				return err
 			}
@@ -279,7 +317,7 @@ func (rb *realBench) resetTarget(ctx context.Context) error {
 		return fmt.Errorf("while deleting the target topics: %w", err)
 	}
 	for {
-		resp, err := adm.CreateTopic(ctx, int32(rb.o.partitions), 1, nil, dataTopic)
+		resp, err := adm.CreateTopic(ctx, int32(rb.o.partitions), int16(rb.o.realBrokers), nil, dataTopic)
 		if err == nil && resp.Err == nil {
 			break
 		}
@@ -351,7 +389,7 @@ func (rb *realBench) start(arm, run string) (*engineproc.Process, error) {
 		return p, err
 	case realMM2, realMM2EOS:
 		return rb.startMM2(rb.runName(run), mm2Spec{source: rb.srcBrokers, target: target, topic: dataTopic, partitions: rb.o.partitions,
-			exactlyOnce: arm == realMM2EOS, extra: rb.o.mm2Props})
+			exactlyOnce: arm == realMM2EOS, replicationFactor: rb.o.realBrokers, extra: rb.o.mm2Props})
 	}
 	return nil, fmt.Errorf("unknown arm %q", arm)
 }
@@ -398,7 +436,19 @@ func (rb *realBench) throughput(ctx context.Context, arm string) (realResult, er
 	if err := rb.resetTarget(ctx); err != nil {
 		return res, err
 	}
-	counter, err := newTargetCounter(rb.target.Addrs(), dataTopic, int32(rb.o.partitions))
+	// A transactional target's end offsets also count the transaction markers and the
+	// records of open transactions: the exactly-once arms are counted by a read_committed
+	// consumer instead (in the benchmark's process, on the same cores).
+	var counter interface {
+		recordCounter
+		close()
+	}
+	var err error
+	if exactlyOnceArm(arm) {
+		counter, err = newCommittedCounter(rb.target.Addrs(), dataTopic)
+	} else {
+		counter, err = newTargetCounter(rb.target.Addrs(), dataTopic, int32(rb.o.partitions))
+	}
 	if err != nil {
 		return res, err
 	}
@@ -598,7 +648,8 @@ type realSummary struct {
 
 func summarizeReal(runs []realResult) []realSummary {
 	var out []realSummary
-	for _, arm := range realArms {
+	for _, name := range realArmFlagNames() {
+		arm := realArmNames[name]
 		var rs []realResult
 		for _, r := range runs {
 			if r.Arm == arm {
@@ -626,8 +677,12 @@ func summarizeReal(runs []realResult) []realSummary {
 // writeRealMarkdown renders the comparison: the medians per arm, each run, and the
 // kill -9 test.
 func writeRealMarkdown(w io.Writer, rep realReport) {
-	fmt.Fprintf(w, "Apache Kafka %s brokers (one per cluster), MirrorMaker 2 %s (%s), %s records of %d bytes in %d partitions, %d rounds; %s, %d cores; commit %s, %s.\n\n",
-		rep.KafkaVersion, rep.MM2Version, rep.MM2Heap, fmtCount(rep.Records), rep.ValueSize, rep.Partitions, rep.Rounds, rep.CPU, rep.Cores, rep.Commit, rep.Date)
+	brokers := "one per cluster"
+	if rep.Brokers == 3 {
+		brokers = "three per cluster, replication factor 3, min.insync.replicas 2"
+	}
+	fmt.Fprintf(w, "Apache Kafka %s brokers (%s), MirrorMaker 2 %s (%s), %s records of %d bytes in %d partitions, %d rounds; %s, %d cores; commit %s, %s.\n\n",
+		rep.KafkaVersion, brokers, rep.MM2Version, rep.MM2Heap, fmtCount(rep.Records), rep.ValueSize, rep.Partitions, rep.Rounds, rep.CPU, rep.Cores, rep.Commit, rep.Date)
 	if len(rep.MM2Props) > 0 {
 		fmt.Fprintf(w, "MirrorMaker 2 with these properties added: %s.\n\n", strings.Join(strings.Fields(renderJavaProperties(rep.MM2Props)), ", "))
 	}
@@ -679,4 +734,43 @@ func writeRealReport(dir string, rep realReport) error {
 	}
 	fmt.Printf("Wrote %s and %s\n", filepath.Join(dir, mm2File+".json"), filepath.Join(dir, mm2File+".md"))
 	return nil
+}
+
+// committedCounter counts the records a read_committed consumer of the whole target
+// topic has read: what a reader of an exactly-once target sees, without the
+// transaction markers and open transactions its end offsets hold.
+type committedCounter struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+	n      atomic.Int64
+}
+
+func newCommittedCounter(brokers []string, topic string) (*committedCounter, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(pollInterval))
+	if err != nil {
+		return nil, fmt.Errorf("while connecting the read_committed target counter: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &committedCounter{cl: cl, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			var n int64
+			fs.EachRecord(func(*kgo.Record) { n++ })
+			c.n.Add(n)
+		}
+	}()
+	return c, nil
+}
+
+func (c *committedCounter) count() (int64, time.Time, error) { return c.n.Load(), time.Now(), nil }
+
+func (c *committedCounter) close() {
+	c.cancel()
+	<-c.done
+	c.cl.Close()
 }
