@@ -71,7 +71,7 @@ e2e: build envtest ## Run the fault-injection and loss-audit suite (test/e2e) ag
 	KAFKA_MIRROR_BIN="$(CURDIR)/bin/kafka-mirror" KUBEBUILDER_ASSETS="$$(bash hack/envtest.sh)" go test -tags e2e -timeout 20m -count=1 -v ./test/e2e/... 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
 
 # The real-Kafka smoke subset: single-broker clusters, a few minutes (.ci/run runs it).
-E2E_KAFKA_SMOKE := ^TestSmoke
+E2E_KAFKA_SMOKE := ^TestSmoke|^TestExactlyOnceFirstStartOnFreshTarget$$
 
 .PHONY: e2e-kafka
 e2e-kafka: build kafka ## Run the promises on real Apache Kafka (test/e2ekafka): 3-broker KRaft JVMs, leader kills, rolling restarts, transactions, SCRAM with ACLs.

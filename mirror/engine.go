@@ -282,6 +282,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		// rather than after the join (progressKeeper.warm).
 		lingering.Add(1)
 		go func() { defer lingering.Done(); e.keeper.warm(bgCtx) }()
+	} else {
+		lingering.Add(1)
+		go func() { defer lingering.Done(); warmTxnGroupCoordinator(conns.targetMeta, e.cfg.ConsumerGroup) }()
 	}
 	// The producers are sized by the limits of the target topics the first topic loop
 	// synced and read. Creating them sends InitProducerId, which a target that hangs

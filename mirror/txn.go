@@ -924,3 +924,19 @@ func (t *txnClaim) commit() error {
 	e.txn.committed.Add(1)
 	return nil
 }
+
+// warmTxnGroupCoordinator asks the target for the coordinator of group (the group whose
+// offsets the transactions commit) as the engine starts, before the first transactional
+// producer opens. On a target where no consumer group was ever used (a new
+// disaster-recovery cluster), __consumer_offsets does not exist, and Kafka creates it at
+// the first FindCoordinator of a group. The first FindCoordinator of a transactional id
+// is answered COORDINATOR_NOT_AVAILABLE while Kafka creates __transaction_state, and
+// sarama then looks up the leader of __consumer_offsets: with nothing having created
+// it, the producer's metadata retries held that look-up, and so the first records, for
+// deliveryTimeout (TestExactlyOnceFirstStartOnFreshTarget). Asked here, the topic is
+// being created by then. Errors are left to the transactions' own look-ups.
+func warmTxnGroupCoordinator(target sarama.Client, group string) {
+	if b, err := target.Coordinator(group); err == nil {
+		_ = b.Open(target.Config())
+	}
+}

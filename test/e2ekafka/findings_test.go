@@ -21,8 +21,10 @@ const firstRecordBound = 20 * time.Second
 // at-least-once engine does. Real Kafka answers the first FindCoordinator for a
 // transactional id with COORDINATOR_NOT_AVAILABLE while it creates __transaction_state;
 // sarama then looks up the leader of __consumer_offsets, a topic that nothing creates,
-// and the engine's producer config retries that lookup for deliveryTimeout: nothing is
-// mirrored for deliveryTimeout (2 minutes by default). kfake never answers
+// and the engine's producer config retried that lookup for deliveryTimeout: nothing was
+// mirrored for deliveryTimeout (2 minutes by default; 64.6 s here with 1 minute). The
+// engine now asks for its group's coordinator on the target as it starts
+// (warmTxnGroupCoordinator), which makes Kafka create the topic. kfake never answers
 // COORDINATOR_NOT_AVAILABLE, so test/e2e cannot see it.
 func TestExactlyOnceFirstStartOnFreshTarget(t *testing.T) {
 	s := newScenario(t, world{}, smokeTopics())
