@@ -63,7 +63,8 @@ func RenderConfig(m *v1alpha1.KafkaMirror) *config.Config {
 	}
 	if p := s.Producer; p != nil {
 		c.Producer = &config.Producer{MaxMessageBytes: int(p.MaxMessageBytes), Compression: p.Compression,
-			FlushBytes: int(p.FlushBytes), FlushMessages: int(p.FlushMessages), Producers: int(p.Producers)}
+			FlushBytes: int(p.FlushBytes), FlushMessages: int(p.FlushMessages), Producers: int(p.Producers),
+			MaxInFlightRequests: int(p.MaxInFlightRequests)}
 		if p.FlushFrequency != nil {
 			c.Producer.FlushFrequency.Duration = p.FlushFrequency.Duration
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -57,6 +58,9 @@ func (c *testClusters) testConfig(t testing.TB, mutate ...func(*config.Config)) 
 		DeliveryTimeout:      config.Duration{Duration: 10 * time.Second},
 		Metrics:              config.Metrics{Address: "0"},
 	}
+	if n := testMaxInFlightRequests(t); n > 0 {
+		cfg.Producer = &config.Producer{MaxInFlightRequests: n}
+	}
 	for _, m := range mutate {
 		m(cfg)
 	}
@@ -65,6 +69,22 @@ func (c *testClusters) testConfig(t testing.TB, mutate ...func(*config.Config)) 
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// testMaxInFlightRequests reads KAFKA_MIRROR_TEST_MAX_IN_FLIGHT: set (1..5), every
+// engine test's config sets producer.maxInFlightRequests to it, so that the audited
+// tests run through the pipelined producer (mirror/pipeline) as well, e.g.
+// KAFKA_MIRROR_TEST_MAX_IN_FLIGHT=5 go test ./mirror/ -run 'TestX'. 0 when unset.
+func testMaxInFlightRequests(t testing.TB) int {
+	v := os.Getenv("KAFKA_MIRROR_TEST_MAX_IN_FLIGHT")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > config.MaxMaxInFlightRequests {
+		t.Fatalf("KAFKA_MIRROR_TEST_MAX_IN_FLIGHT=%q: want 1 to %d", v, config.MaxMaxInFlightRequests)
+	}
+	return n
 }
 
 // fastGroup shortens sarama's group timings so that joins and rebalances take a

@@ -16,6 +16,7 @@ import (
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/pipeline"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/topics"
 )
 
@@ -315,7 +316,7 @@ func (s *sender) acked(o *outMsg, now time.Time) *outMsg {
 	if !o.sourceTime.IsZero() {
 		p.age.Observe(max(now.Sub(o.sourceTime).Seconds(), 0))
 	}
-	if s.syncs != nil {
+	if s.syncs != nil && o.msg.Offset >= 0 {
 		s.syncs.observe(p, o.tracker, o.sourceOffset, o.msg.Offset)
 	}
 	o.tracker.Ack(o.ticket)
@@ -452,7 +453,7 @@ func (s *sender) openProducers(c *connections, targets []string) error {
 	s.producers, s.clients, s.single, s.singleClient = c.producers, c.clients, c.single, c.singleClient
 	s.targets = newTargetTopics(c.clients, c.targetMeta, s.preserve)
 	s.log.Info("Sized record batches by the target topics' max.message.bytes", "batchBytes", s.limits.batchCap,
-		"targetTopics", len(targets), "batchingProducers", n, "maxInFlightBytes", s.budget.limit, "maxInFlightRecords", s.records.limit)
+		"targetTopics", len(targets), "batchingProducers", n, "maxInFlightRequests", s.pipelined(), "maxInFlightBytes", s.budget.limit, "maxInFlightRecords", s.records.limit)
 	return nil
 }
 
@@ -498,7 +499,14 @@ func (s *sender) warmProducers(probe sarama.Client, targets []string) {
 // maxBytes, and of at most maxMessages records when it is not 0. It returns the
 // client even when the producer failed, for the caller to close.
 func (s *sender) openProducer(maxBytes, maxMessages int) (sarama.Client, sarama.AsyncProducer, error) {
+	inFlight := s.pipelined()
+	if maxMessages > 0 {
+		inFlight = 1 // the single-record producer stays sarama's
+	}
 	pc, err := kafka.ProducerConfig(s.cfg, s.kafkaOpts...)
+	if inFlight > 1 {
+		pc, err = kafka.PipelinedProducerConfig(s.cfg, inFlight, s.kafkaOpts...)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -513,11 +521,25 @@ func (s *sender) openProducer(maxBytes, maxMessages int) (sarama.Client, sarama.
 	if err != nil {
 		return nil, nil, err
 	}
-	producer, err := sarama.NewAsyncProducerFromClient(client)
+	var producer sarama.AsyncProducer
+	if inFlight > 1 {
+		producer, err = pipeline.New(client, pipeline.Options{MaxInFlight: inFlight, DeliveryTimeout: s.cfg.DeliveryTimeout.Duration, Backoff: kafka.RetryBackoff})
+	} else {
+		producer, err = sarama.NewAsyncProducerFromClient(client)
+	}
 	if err != nil {
 		return client, nil, fmt.Errorf("while creating a producer for the target cluster: %w", s.idempotenceRefusal(err))
 	}
 	return client, producer, nil
+}
+
+// pipelined returns producer.maxInFlightRequests when the batching producers are the
+// engine's pipelined ones (no-data-loss, not exactly-once), 1 when they are sarama's.
+func (s *sender) pipelined() int {
+	if !s.cfg.NoDataLossEnabled() || s.cfg.ExactlyOnce() {
+		return 1
+	}
+	return s.cfg.MaxInFlightRequests()
 }
 
 // admit readies a source record's outputs for sending: it chooses their producer

@@ -449,6 +449,16 @@ type ProducerSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 16",message="producer.producers must be between 1 and 16"
 	Producers int32 `json:"producers,omitempty"`
+
+	// maxInFlightRequests is the most record batches per target partition in flight,
+	// 1 to 5. Above 1 each batching producer keeps that many idempotent batches per
+	// partition in flight (the engine's own produce path, as Kafka's Java producer),
+	// so a far target moves several batches per round trip; 1 keeps sarama's
+	// idempotent producers, one request per broker in flight. Ignored with delivery
+	// exactlyOnce or noDataLoss false. Default 1.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 5",message="producer.maxInFlightRequests must be between 1 and 5"
+	MaxInFlightRequests int32 `json:"maxInFlightRequests,omitempty"`
 }
 
 // ConsumerSpec tunes the fetches from the source.

@@ -23,6 +23,12 @@ const (
 	// MaxProducers bounds producer.producers: each is a client with its own
 	// connection to every target broker.
 	MaxProducers = 16
+	// DefaultMaxInFlightRequests is producer.maxInFlightRequests: sarama's idempotent
+	// producers, one request per broker in flight.
+	DefaultMaxInFlightRequests = 1
+	// MaxMaxInFlightRequests bounds producer.maxInFlightRequests: Kafka remembers the
+	// last 5 batches of an idempotent producer per partition.
+	MaxMaxInFlightRequests = 5
 	// DefaultFlushFrequency is producer.flushFrequency when flushBytes or flushMessages
 	// is set without it: sarama sends a batch below those thresholds only on the
 	// frequency, so without one a partly filled batch waits for more records forever.

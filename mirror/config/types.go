@@ -177,6 +177,14 @@ type Producer struct {
 	// 1 sends everything through one producer (a little less CPU and memory on a near
 	// target). Ignored with delivery exactlyOnce. Default 8, at most 16.
 	Producers int `json:"producers,omitempty"`
+	// MaxInFlightRequests is the most record batches per target partition in flight,
+	// 1 to 5. Above 1 each batching producer is the engine's pipelined idempotent
+	// producer (mirror/pipeline), which keeps that many batches per partition in
+	// flight with their idempotence sequences, as Kafka's Java producer does: a far
+	// target moves several batches per partition per round trip. 1 keeps sarama's
+	// idempotent producers (one request per broker in flight). Ignored with delivery
+	// exactlyOnce or noDataLoss false. Default 1.
+	MaxInFlightRequests int `json:"maxInFlightRequests,omitempty"`
 }
 
 // Compression codecs for producer.compression.
@@ -470,6 +478,15 @@ func (c *Config) ProducerCompression() string {
 		return DefaultCompression
 	}
 	return c.Producer.Compression
+}
+
+// MaxInFlightRequests returns producer.maxInFlightRequests, DefaultMaxInFlightRequests
+// when unset.
+func (c *Config) MaxInFlightRequests() int {
+	if c.Producer == nil || c.Producer.MaxInFlightRequests == 0 {
+		return DefaultMaxInFlightRequests
+	}
+	return c.Producer.MaxInFlightRequests
 }
 
 // BatchProducers returns producer.producers, DefaultProducers when unset.

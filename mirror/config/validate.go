@@ -344,6 +344,10 @@ func (c *Config) validateClientTuning(root *field.Path) field.ErrorList {
 		if p.Producers < 0 || p.Producers > MaxProducers {
 			errs = append(errs, field.Invalid(pp.Child("producers"), p.Producers, fmt.Sprintf("must be between 1 and %d (0: the default, %d)", MaxProducers, DefaultProducers)))
 		}
+		if p.MaxInFlightRequests < 0 || p.MaxInFlightRequests > MaxMaxInFlightRequests {
+			errs = append(errs, field.Invalid(pp.Child("maxInFlightRequests"), p.MaxInFlightRequests,
+				fmt.Sprintf("must be between 1 and %d (0: the default, %d); Kafka keeps the idempotence state of the last %d batches per partition", MaxMaxInFlightRequests, DefaultMaxInFlightRequests, MaxMaxInFlightRequests)))
+		}
 	}
 	if k := c.Consumer; k != nil {
 		cp := root.Child("consumer")

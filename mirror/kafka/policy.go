@@ -187,6 +187,26 @@ func Partitioner(p config.Partitioning) sarama.PartitionerConstructor {
 	}
 }
 
+// RetryBackoff is the producer's wait before a retry (0 first): the same backoff as
+// ProducerConfig's, for the engine's pipelined producer.
+func RetryBackoff(retries int) time.Duration { return backoff(retries, 0) }
+
+// PipelinedProducerConfig returns the configuration of the client of the engine's
+// pipelined idempotent producer (mirror/pipeline) with maxInFlight batches per
+// partition in flight: ProducerConfig's (acks=all, timeouts, compression, flush
+// settings, leader look-ups retried for deliveryTimeout) without sarama's idempotence,
+// which refuses more than one open request per broker (the pipelined producer keeps
+// the sequences itself), and with maxInFlight open requests per broker.
+func PipelinedProducerConfig(c *config.Config, maxInFlight int, opts ...Option) (*sarama.Config, error) {
+	sc, err := ProducerConfig(c, opts...)
+	if err != nil {
+		return nil, err
+	}
+	sc.Producer.Idempotent = false
+	sc.Net.MaxOpenRequests = maxInFlight
+	return sc, sc.Validate()
+}
+
 // backoff doubles from retryBackoffMin up to retryBackoffMax.
 func backoff(retries, _ int) time.Duration {
 	d := retryBackoffMin
