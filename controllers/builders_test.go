@@ -537,12 +537,13 @@ func TestManagedKafkaAuth(t *testing.T) {
 // engine accepts them.
 func TestRenderClientTuning(t *testing.T) {
 	m := newMirror(func(m *v1alpha1.KafkaMirror) {
-		m.Spec.Producer = &v1alpha1.ProducerSpec{Compression: "zstd", FlushFrequency: &metav1.Duration{Duration: 5 * time.Millisecond}, FlushBytes: 1 << 20, FlushMessages: 1000, Producers: 12}
+		m.Spec.Producer = &v1alpha1.ProducerSpec{Compression: "zstd", FlushFrequency: &metav1.Duration{Duration: 5 * time.Millisecond}, FlushBytes: 1 << 20, FlushMessages: 1000, Producers: 12, MaxInFlightRequests: 5}
 		m.Spec.Consumer = &v1alpha1.ConsumerSpec{FetchMinBytes: 1 << 10, FetchPartitionBytes: 4 << 20, FetchMaxWait: &metav1.Duration{Duration: 200 * time.Millisecond}}
 	})
 	cfg := RenderConfig(m)
-	expect(t, "producer", *cfg.Producer, config.Producer{Compression: "zstd", FlushFrequency: config.Duration{Duration: 5 * time.Millisecond}, FlushBytes: 1 << 20, FlushMessages: 1000, Producers: 12})
+	expect(t, "producer", *cfg.Producer, config.Producer{Compression: "zstd", FlushFrequency: config.Duration{Duration: 5 * time.Millisecond}, FlushBytes: 1 << 20, FlushMessages: 1000, Producers: 12, MaxInFlightRequests: 5})
 	expect(t, "batching producers", cfg.BatchProducers(), 12)
+	expect(t, "batches in flight per partition", cfg.MaxInFlightRequests(), 5)
 	expect(t, "consumer", *cfg.Consumer, config.Consumer{FetchMinBytes: 1 << 10, FetchPartitionBytes: 4 << 20, FetchMaxWait: config.Duration{Duration: 200 * time.Millisecond},
 		GroupInstanceID: "${KAFKA_MIRROR_POD_NAME}"})
 	if err := cfg.Validate(); err != nil {

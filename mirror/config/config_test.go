@@ -343,6 +343,11 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *Config) { c.Producer = &Producer{Producers: 17} },
 			want:   []string{"producer.producers: Invalid value: 17: must be between 1 and 16 (0: the default, 8)"},
 		},
+		"producer maxInFlightRequests": {
+			mutate: func(c *Config) { c.Producer = &Producer{MaxInFlightRequests: 6} },
+			want: []string{"producer.maxInFlightRequests: Invalid value: 6: must be between 1 and 5 (0: the default, 1); " +
+				"Kafka keeps the idempotence state of the last 5 batches per partition"},
+		},
 		"producer producers negative": {
 			mutate: func(c *Config) { c.Producer = &Producer{Producers: -1} },
 			want:   []string{"producer.producers: Invalid value: -1: must be between 1 and 16 (0: the default, 8)"},
