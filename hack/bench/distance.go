@@ -365,6 +365,9 @@ func (b *bench) distanceRun(ctx context.Context, source []string, gen *recordGen
 		return res, err
 	}
 	spec := engineSpec{name: arm, noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight}
+	if arm == armEngine {
+		spec.maxInFlightRequests = b.o.engineMaxInFlightRequests
+	}
 	cfg, err := engineConfig(spec, source, tgt.addrs(), "bench-"+name, distanceTopic, addr)
 	if err != nil {
 		return res, err

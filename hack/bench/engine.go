@@ -36,6 +36,8 @@ type engineSpec struct {
 	partial bool
 	// delivery is the config's delivery; "" means the default (atLeastOnce).
 	delivery config.Delivery
+	// maxInFlightRequests is producer.maxInFlightRequests; 0 means the default.
+	maxInFlightRequests int
 }
 
 // engineConfig renders the config of one engine run: topic from source to target under
@@ -55,6 +57,9 @@ func engineConfig(spec engineSpec, source, target []string, group, topic, metric
 		MaxInFlightBytes:        spec.maxInFlightBytes,
 		Delivery:                spec.delivery,
 		Metrics:                 config.Metrics{Address: metricsAddr},
+	}
+	if spec.maxInFlightRequests > 0 {
+		c.Producer = &config.Producer{MaxInFlightRequests: spec.maxInFlightRequests}
 	}
 	if spec.filter != "" {
 		c.Handlers = []config.HandlerSpec{{CEL: &config.CELHandler{Filter: spec.filter}}}
