@@ -492,6 +492,7 @@ func (p *Producer) dispatch() {
 				leader, err := p.client.Leader(pt.topic, pt.id)
 				if err != nil {
 					p.retry(pt, err)
+					p.settle(pt) // schedules the retry: nothing of it may be in flight
 					continue
 				}
 				r := reqs[leader]
