@@ -33,11 +33,21 @@ const (
 )
 
 // column is a delivery mode the broker faults run in.
-type column struct{ exactlyOnce bool }
+type column struct {
+	exactlyOnce bool
+	// pipelined sets producer.maxInFlightRequests 5 (the engine's pipelined producer).
+	pipelined bool
+}
 
 func (col column) apply(c *config.Config) {
 	if col.exactlyOnce {
 		exactlyOnce(c)
+	}
+	if col.pipelined {
+		if c.Producer == nil {
+			c.Producer = &config.Producer{}
+		}
+		c.Producer.MaxInFlightRequests = 5
 	}
 }
 
@@ -54,6 +64,9 @@ func (col column) figures(f map[string]any) map[string]any {
 	f["brokers"] = 3
 	if col.exactlyOnce {
 		f["delivery"], f["isolation"] = "exactlyOnce", "read_committed"
+	}
+	if col.pipelined {
+		f["maxInFlightRequests"] = 5
 	}
 	return f
 }
@@ -74,6 +87,15 @@ func TestTargetLeaderKill9(t *testing.T) { leaderKill9(t, "target", column{}) }
 // abort and are redone; read_committed, zero duplicates.
 func TestTargetLeaderKill9ExactlyOnce(t *testing.T) {
 	leaderKill9(t, "target", column{exactlyOnce: true})
+}
+
+// TestTargetLeaderKill9Pipelined is TestTargetLeaderKill9 with
+// producer.maxInFlightRequests 5: up to five batches per partition in flight to the
+// killed leader when it dies; the pipelined producer waits for all their answers
+// (connection errors), then sends every un-acked batch again in order, with the same
+// sequences, to the new leader. Zero loss, order per partition, the engine never exits.
+func TestTargetLeaderKill9Pipelined(t *testing.T) {
+	leaderKill9(t, "target", column{pipelined: true})
 }
 
 func leaderKill9(t *testing.T, side string, col column) {
