@@ -128,12 +128,9 @@ func New(client sarama.Client, opts Options) (*Producer, error) {
 	if opts.Backoff == nil {
 		opts.Backoff = func(int) time.Duration { return conf.Producer.Retry.Backoff }
 	}
-	id, err := client.InitProducerID()
+	id, err := initProducerID(client, opts)
 	if err != nil {
 		return nil, fmt.Errorf("while asking the target for a producer ID: %w", err)
-	}
-	if id.Err != sarama.ErrNoError {
-		return nil, fmt.Errorf("while asking the target for a producer ID: %w", id.Err)
 	}
 	buf := max(conf.ChannelBufferSize, 1)
 	p := &Producer{
@@ -154,6 +151,43 @@ func New(client sarama.Client, opts Options) (*Producer, error) {
 	}
 	go p.run()
 	return p, nil
+}
+
+// initProducerID asks the cluster for a producer ID, retrying with the backoff for
+// up to the delivery timeout while the answer says a retry can help: a fresh cluster
+// answers COORDINATOR_LOAD_IN_PROGRESS while its transaction state loads (seen on
+// Kafka 4.4; sarama's client.InitProducerID does not retry, its idempotent producer
+// does).
+func initProducerID(client sarama.Client, opts Options) (*sarama.InitProducerIDResponse, error) {
+	deadline := time.Now().Add(opts.DeliveryTimeout)
+	for retries := 0; ; retries++ {
+		id, err := client.InitProducerID()
+		if err == nil && id.Err != sarama.ErrNoError {
+			err = id.Err
+		}
+		if err == nil {
+			return id, nil
+		}
+		var kerr sarama.KError
+		if errors.As(err, &kerr) && !initRetriable(kerr) {
+			return nil, err
+		}
+		wait := opts.Backoff(retries)
+		if time.Now().Add(wait).After(deadline) {
+			return nil, err
+		}
+		time.Sleep(wait)
+	}
+}
+
+// initRetriable reports whether an InitProducerId answer is worth another try.
+func initRetriable(err sarama.KError) bool {
+	switch err {
+	case sarama.ErrOffsetsLoadInProgress, sarama.ErrConsumerCoordinatorNotAvailable, sarama.ErrNotCoordinatorForConsumer,
+		sarama.ErrConcurrentTransactions, sarama.ErrRequestTimedOut, sarama.ErrNetworkException:
+		return true
+	}
+	return retriable(err)
 }
 
 // ProducerID returns the producer ID and epoch the batches carry.
@@ -198,7 +232,7 @@ func (p *Producer) Close() error {
 	var errs sarama.ProducerErrors
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for range p.successes { //nolint:revive // drained
+		for range p.successes {
 		}
 	})
 	for pe := range p.errs {
