@@ -623,9 +623,10 @@ func (p *Producer) answeredBatch(pt *partition, b *batch, block *sarama.ProduceR
 	case kerr == sarama.ErrDuplicateSequenceNumber:
 		// Written before (an answer lost on the way): the broker does not say where.
 		b.state = acked
-	case kerr == sarama.ErrMessageSizeTooLarge && len(b.msgs) > 1:
-		// The engine sends such records again one by one; the broker wrote nothing
-		// from b on, so the batches after it take its sequences.
+	case kerr == sarama.ErrMessageSizeTooLarge:
+		// The engine sends such records again one by one (and stops if one alone is
+		// refused), as with sarama's producer; the broker wrote nothing from b on, so
+		// the batches after it take its sequences and the partition goes on.
 		p.refuseTooLarge(pt, b)
 	case kerr == sarama.ErrOutOfOrderSequenceNumber || kerr == sarama.ErrUnknownProducerID || kerr == sarama.ErrInvalidProducerEpoch:
 		if p.firstUnacked(pt) == b && !pt.retrying {
