@@ -388,7 +388,16 @@ func openTxnWriter(ctx context.Context, e *Engine, tp partitionKey) (*txnWriter,
 	if e.sender.limits.batchCap > 0 {
 		pc.Producer.MaxMessageBytes = e.sender.limits.batchCap
 	}
-	client, err := kafka.NewClientFromConfig(e.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...)
+	// From the brokers the engine's target metadata lists now, as the batching
+	// producers (brokerAddrs): a silent bootstrap server would cost each claim's
+	// writer a read timeout.
+	target := e.cfg.Target
+	if t := e.sender.targets; t != nil {
+		if seeds := brokerAddrs(t.probe); len(seeds) > 0 {
+			target.BootstrapServers = seeds
+		}
+	}
+	client, err := kafka.NewClientFromConfig(target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...)
 	if err != nil {
 		return nil, err
 	}
