@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"sync"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -32,9 +33,24 @@ type streamClientSlot struct {
 // prepareStreamClients starts making each stream's source client: metadata,
 // connections to every broker (openBrokers), and the consumer group's coordinator.
 // Nothing is decided from what they learn; the group join asks again where needed.
-// wg counts the goroutines, so that Run's Closed waits for them.
-func (e *Engine) prepareStreamClients(wg *sync.WaitGroup) *streamClients {
+// Beside them it measures the source's round trip on source (a connected client),
+// which sizes the consumers' fetches (fetchPartitionBytes). wg counts the goroutines,
+// so that Run's Closed waits for them.
+func (e *Engine) prepareStreamClients(source sarama.Client, wg *sync.WaitGroup) *streamClients {
 	sc := &streamClients{slots: make([]*streamClientSlot, e.cfg.Streams)}
+	measured := make(chan struct{})
+	wg.Go(func() {
+		defer close(measured)
+		rtt, ok := roundTrip(source)
+		if !ok {
+			return
+		}
+		e.sourceRTT.Store(int64(rtt))
+		if e.fetchSizedByRoundTrip() {
+			e.log.Info("Sized the consumers' fetches by the source's round trip", "roundTrip", rtt.Round(time.Millisecond).String(),
+				"fetchPartitionBytes", kafka.FetchPartitionBytesFor(rtt))
+		}
+	})
 	for id := range sc.slots {
 		slot := &streamClientSlot{done: make(chan struct{})}
 		sc.slots[id] = slot
@@ -44,6 +60,10 @@ func (e *Engine) prepareStreamClients(wg *sync.WaitGroup) *streamClients {
 			if err == nil {
 				openBrokers(client)
 				_, _ = client.Coordinator(e.cfg.ConsumerGroup)
+				// The consumer reads its fetch size from the client's configuration
+				// when it is made from the client (runStream), after this.
+				<-measured
+				e.sizeFetches(client.Config())
 			}
 			slot.mu.Lock()
 			defer slot.mu.Unlock()
@@ -97,8 +117,53 @@ func (e *Engine) newStreamClient(id int) (sarama.Client, error) {
 		return nil, err
 	}
 	cc.Consumer.Group.InstanceId = instanceID(e.cfg, id)
+	e.sizeFetches(cc)
 	if e.tune != nil {
 		e.tune(cc)
 	}
 	return kafka.NewClientFromConfig(e.cfg.Source, cc, append([]kafka.Option{kafka.WithRole(kafka.RoleSource)}, e.kafkaOpts...)...)
+}
+
+// fetchSizedByRoundTrip reports whether the consumers' fetch size follows the source's
+// round trip: when consumer.fetchPartitionBytes is not set.
+func (e *Engine) fetchSizedByRoundTrip() bool {
+	return e.cfg.Consumer == nil || e.cfg.Consumer.FetchPartitionBytes <= 0
+}
+
+// sizeFetches sets cc's fetch size per partition from the source's round trip
+// (kafka.FetchPartitionBytesFor), unless consumer.fetchPartitionBytes sets it, or the
+// round trip was not measured (then sarama's 1 MiB stays).
+func (e *Engine) sizeFetches(cc *sarama.Config) {
+	if rtt := time.Duration(e.sourceRTT.Load()); rtt > 0 && e.fetchSizedByRoundTrip() {
+		cc.Consumer.Fetch.Default = kafka.FetchPartitionBytesFor(rtt)
+	}
+}
+
+// roundTrip measures the source's round trip: the shorter of two ApiVersions requests
+// to one of client's brokers (a connected one if there is one). A broker whose
+// connection is still opening answers the first only once it is open (openBrokers
+// started it at connect), so the second is the one that counts then. ok is false when
+// the client knows no broker or the broker did not answer.
+func roundTrip(client sarama.Client) (rtt time.Duration, ok bool) {
+	brokers := client.Brokers()
+	if len(brokers) == 0 {
+		return 0, false
+	}
+	b := brokers[0]
+	for _, c := range brokers {
+		if connected, _ := c.Connected(); connected {
+			b = c
+			break
+		}
+	}
+	for i := range 2 {
+		start := time.Now()
+		if _, err := b.ApiVersions(&sarama.ApiVersionsRequest{}); err != nil {
+			return 0, false
+		}
+		if d := time.Since(start); i == 0 || d < rtt {
+			rtt = d
+		}
+	}
+	return rtt, true
 }

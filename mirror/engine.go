@@ -30,6 +30,9 @@ type Engine struct {
 	tune      func(*sarama.Config)
 	// streamClients are the streams' source clients, made early in Run.
 	streamClients *streamClients
+	// sourceRTT is the source's round trip measured at the start (prepareStreamClients),
+	// in nanoseconds; 0 until then.
+	sourceRTT atomic.Int64
 
 	chain       handler.Handler
 	passThrough bool
@@ -239,7 +242,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	// The streams' clients and the source group's coordinator are readied while the
 	// first topic loop runs and the producers start.
-	e.streamClients = e.prepareStreamClients(&lingering)
+	e.streamClients = e.prepareStreamClients(conns.sourceMeta, &lingering)
 	defer e.streamClients.abandon()
 	lingering.Add(1)
 	go func() {
