@@ -47,7 +47,7 @@ func (e *Engine) prepareStreamClients(source sarama.Client, wg *sync.WaitGroup) 
 		}
 		e.sourceRTT.Store(int64(rtt))
 		if e.fetchSizedByRoundTrip() {
-			e.log.Info("Sized the consumers' fetches by the source's round trip", "roundTrip", rtt.Round(time.Millisecond).String(),
+			e.log.Info("Sized the consumers' fetches by the source's round trip", "roundTrip", rtt.Round(100*time.Microsecond).String(),
 				"fetchPartitionBytes", kafka.FetchPartitionBytesFor(rtt))
 		}
 	})
