@@ -53,6 +53,28 @@ func aclAdminClient(t *testing.T, src *kfake.Cluster) *kgo.Client {
 	return cl
 }
 
+// aclGrant grants (or, without Allow, denies) the mirror's principal acl on the cluster admin talks to (as its
+// superuser) and fails the test, naming what, if the cluster refuses.
+func aclGrant(t *testing.T, admin *kgo.Client, what string, acl kfake.ACL) {
+	t.Helper()
+	grant := kmsg.NewCreateACLsRequestCreation()
+	grant.ResourceType, grant.ResourceName, grant.ResourcePatternType = acl.Resource, acl.Name, acl.Pattern
+	grant.Principal, grant.Host = "User:"+aclMirror, "*"
+	grant.Operation, grant.PermissionType = acl.Operation, kmsg.ACLPermissionTypeDeny
+	if acl.Allow {
+		grant.PermissionType = kmsg.ACLPermissionTypeAllow
+	}
+	req := kmsg.NewPtrCreateACLsRequest()
+	req.Creations = append(req.Creations, grant)
+	resp, err := req.RequestWith(t.Context(), admin)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Results[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
 // aclMirrorSASL points cfg's source at the mirror's user, its password in a file.
 func aclMirrorSASL(t *testing.T, cfg *config.Config) {
 	pwFile := filepath.Join(t.TempDir(), "password")
@@ -117,19 +139,7 @@ func TestSourceTopicHiddenByACLs(t *testing.T) {
 			}
 
 			// Granted Read (which implies Describe), the topic appears and nothing is lost.
-			grant := kmsg.NewCreateACLsRequestCreation()
-			grant.ResourceType, grant.ResourceName, grant.ResourcePatternType = kmsg.ACLResourceTypeTopic, "ord", kmsg.ACLResourcePatternTypePrefixed
-			grant.Principal, grant.Host = "User:"+aclMirror, "*"
-			grant.Operation, grant.PermissionType = kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
-			req := kmsg.NewPtrCreateACLsRequest()
-			req.Creations = append(req.Creations, grant)
-			resp, err := req.RequestWith(t.Context(), admin)
-			if err == nil {
-				err = kerr.ErrorForCode(resp.Results[0].ErrorCode)
-			}
-			if err != nil {
-				t.Fatalf("granting Read: %v", err)
-			}
+			aclGrant(t, admin, "granting Read", kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: "ord", Pattern: kmsg.ACLResourcePatternTypePrefixed, Operation: kmsg.ACLOperationRead, Allow: true})
 			got := readTarget(t, tgt, testTopic, w.total(), time.Second, time.Minute)
 			if res := audit(t, w, got, true, true); res.missing != 0 {
 				t.Errorf("%d records missing after Read was granted", res.missing)
@@ -181,19 +191,7 @@ func TestIdempotentProducerRefused(t *testing.T) {
 	}
 
 	admin := aclAdminClient(t, tgt)
-	grant := kmsg.NewCreateACLsRequestCreation()
-	grant.ResourceType, grant.ResourceName, grant.ResourcePatternType = kmsg.ACLResourceTypeTopic, testTopic, kmsg.ACLResourcePatternTypeLiteral
-	grant.Principal, grant.Host = "User:"+aclMirror, "*"
-	grant.Operation, grant.PermissionType = kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow
-	req := kmsg.NewPtrCreateACLsRequest()
-	req.Creations = append(req.Creations, grant)
-	resp, err := req.RequestWith(t.Context(), admin)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.Results[0].ErrorCode)
-	}
-	if err != nil {
-		t.Fatalf("granting Write: %v", err)
-	}
+	aclGrant(t, admin, "granting Write", kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: testTopic, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationWrite, Allow: true})
 	r = startEngine(t, cfg, testLogger(t))
 	if got := countTargetAs(t, admin, testTopic, w.total(), time.Minute); got != w.total() {
 		t.Errorf("the target holds %d distinct records of %d after Write was granted", got, w.total())
@@ -285,19 +283,7 @@ func TestTransactionalIDRefused(t *testing.T) {
 	}
 
 	admin := aclAdminClient(t, tgt)
-	grant := kmsg.NewCreateACLsRequestCreation()
-	grant.ResourceType, grant.ResourceName, grant.ResourcePatternType = kmsg.ACLResourceTypeTransactionalId, cfg.ConsumerGroup+"/", kmsg.ACLResourcePatternTypePrefixed
-	grant.Principal, grant.Host = "User:"+aclMirror, "*"
-	grant.Operation, grant.PermissionType = kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow
-	req := kmsg.NewPtrCreateACLsRequest()
-	req.Creations = append(req.Creations, grant)
-	resp, err := req.RequestWith(t.Context(), admin)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.Results[0].ErrorCode)
-	}
-	if err != nil {
-		t.Fatalf("granting Write on the transactional ids: %v", err)
-	}
+	aclGrant(t, admin, "granting Write on the transactional ids", kfake.ACL{Resource: kmsg.ACLResourceTypeTransactionalId, Name: cfg.ConsumerGroup + "/", Pattern: kmsg.ACLResourcePatternTypePrefixed, Operation: kmsg.ACLOperationWrite, Allow: true})
 	if got := countTargetAs(t, admin, testTopic, w.total(), 2*time.Minute); got != w.total() {
 		t.Errorf("the target holds %d distinct records of %d after Write was granted", got, w.total())
 	}
@@ -375,19 +361,7 @@ func TestSourceGroupHiddenByACLs(t *testing.T) {
 		t.Errorf("%d log lines name the hidden group, want 1 (once, not every round)", n)
 	}
 
-	grant := kmsg.NewCreateACLsRequestCreation()
-	grant.ResourceType, grant.ResourceName, grant.ResourcePatternType = kmsg.ACLResourceTypeGroup, app, kmsg.ACLResourcePatternTypeLiteral
-	grant.Principal, grant.Host = "User:"+aclMirror, "*"
-	grant.Operation, grant.PermissionType = kmsg.ACLOperationDescribe, kmsg.ACLPermissionTypeAllow
-	req := kmsg.NewPtrCreateACLsRequest()
-	req.Creations = append(req.Creations, grant)
-	resp, err := req.RequestWith(t.Context(), admin)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.Results[0].ErrorCode)
-	}
-	if err != nil {
-		t.Fatalf("granting Describe: %v", err)
-	}
+	aclGrant(t, admin, "granting Describe", kfake.ACL{Resource: kmsg.ACLResourceTypeGroup, Name: app, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationDescribe, Allow: true})
 	tadmin := targetAdmin(t, c)
 	testutil.WaitFor(t, 30*time.Second, "the group translated on the target", func() bool {
 		resp, err := tadmin.ListConsumerGroupOffsets(app, map[string][]int32{testTopic: {0}})

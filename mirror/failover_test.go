@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
@@ -153,7 +154,14 @@ func TestFailoverPlannedDrainsAndCheckpoints(t *testing.T) {
 // targetGroupOffsets reads group's committed offsets of testTopic on the target.
 func targetGroupOffsets(t *testing.T, c *testClusters, group string) map[int32]int64 {
 	t.Helper()
-	resp, err := clusterAdmin(t, c.target).ListConsumerGroupOffsets(group, nil)
+	return groupTopicOffsets(t, c.target, group, testTopic)
+}
+
+// groupTopicOffsets reads group's committed offsets of topic on cl (nil if the group
+// has none).
+func groupTopicOffsets(t *testing.T, cl *kfake.Cluster, group, topic string) map[int32]int64 {
+	t.Helper()
+	resp, err := clusterAdmin(t, cl).ListConsumerGroupOffsets(group, nil)
 	if errors.Is(err, sarama.ErrGroupIDNotFound) {
 		return nil
 	}
@@ -161,7 +169,7 @@ func targetGroupOffsets(t *testing.T, c *testClusters, group string) map[int32]i
 		t.Fatal(err)
 	}
 	out := map[int32]int64{}
-	for p, b := range resp.Blocks[testTopic] {
+	for p, b := range resp.Blocks[topic] {
 		out[p] = b.Offset
 	}
 	return out
@@ -245,9 +253,15 @@ func TestFailoverPlannedRefusesAGroupAheadOfTheMirror(t *testing.T) {
 // commitSourceOffset commits offset for partition p of testTopic to group on the source.
 func commitSourceOffset(t *testing.T, c *testClusters, group string, p int32, offset int64) {
 	t.Helper()
+	commitOffsetOn(t, c.source, group, testTopic, p, offset)
+}
+
+// commitOffsetOn commits offset for partition p of topic to group on cl.
+func commitOffsetOn(t *testing.T, cl *kfake.Cluster, group, topic string, p int32, offset int64) {
+	t.Helper()
 	sc := sarama.NewConfig()
 	sc.Version = sarama.V3_6_0_0
-	client, err := sarama.NewClient(c.source.ListenAddrs(), sc)
+	client, err := sarama.NewClient(cl.ListenAddrs(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,13 +271,13 @@ func commitSourceOffset(t *testing.T, c *testClusters, group string, p int32, of
 		t.Fatal(err)
 	}
 	req := sarama.NewOffsetCommitRequest(sc, group)
-	req.AddBlockWithLeaderEpoch(testTopic, p, offset, -1, 0, "")
+	req.AddBlockWithLeaderEpoch(topic, p, offset, -1, 0, "")
 	resp, err := coordinator.CommitOffset(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kerr := resp.Errors[testTopic][p]; !errors.Is(kerr, sarama.ErrNoError) {
-		t.Fatalf("committing %s %s/%d: %v", group, testTopic, p, kerr)
+	if kerr := resp.Errors[topic][p]; !errors.Is(kerr, sarama.ErrNoError) {
+		t.Fatalf("committing %s %s/%d: %v", group, topic, p, kerr)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/internal/testutil"
+	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 )
 
 // TestProduceFailureStopsWithoutCommittingPastIt makes the target refuse one produce
@@ -163,4 +164,33 @@ func TestTransientProduceErrorsAreRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d produce requests refused with NOT_ENOUGH_REPLICAS, retried: %d records, 0 lost, 0 duplicates", refused.Load(), res.records)
+}
+
+// TestStartsWithDeadTargetBootstrapServers: three of the target's four bootstrap
+// servers do not answer (brokers lost, or old addresses left in the list). A producer's
+// client knows no broker before its first metadata request, and sarama asked the first
+// of its shuffled seeds for the producer id, retrying that same seed: a dead one three
+// times in four, for each of the nine producers, and the engine stopped at start with
+// "connection refused". The producers now start from a seed that answers. Every record
+// is mirrored.
+func TestStartsWithDeadTargetBootstrapServers(t *testing.T) {
+	c := newClusters(t, 2)
+	cfg := c.testConfig(t, func(cfg *config.Config) {
+		cfg.Target.BootstrapServers = append([]string{closedAddress(t), closedAddress(t), closedAddress(t)}, c.target.ListenAddrs()...)
+	})
+	w := newWorkload(2)
+	w.produce(t, c.source, 50)
+	r := startEngine(t, cfg, testLogger(t))
+	select {
+	case <-r.done:
+		t.Fatalf("the engine stopped at start: %v", r.err)
+	case <-time.After(3 * time.Second):
+	}
+	got := readTarget(t, c.target, testTopic, 100, 500*time.Millisecond, 60*time.Second)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if a := audit(t, w, got, true, true); a.missing != 0 {
+		t.Errorf("%d records missing", a.missing)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/IBM/sarama"
@@ -30,7 +31,38 @@ func NewClientFromConfig(cl config.Cluster, sc *sarama.Config, opts ...Option) (
 	if err != nil {
 		return nil, connectError(o.role, cl, err)
 	}
+	if !sc.Metadata.Full {
+		startFromALiveSeed(c, cl.BootstrapServers)
+	}
 	return c, nil
+}
+
+// startFromALiveSeed readies a client that knows no broker yet (Metadata.Full off, as
+// the producers' clients are: they read only the topics they write to). Until its
+// first metadata answer, sarama sends what may go to any broker (a producer's
+// InitProducerId) to the first of its shuffled seeds, and retries that same seed: one
+// dead bootstrap server among several stopped a producer at start, and with it the
+// engine (TestStartsWithDeadTargetBootstrapServers). Here the seed sarama would use is
+// connected first (with TLS and SASL); one that fails is left out of the seeds, which
+// sarama shuffles again, until one answers or a single one is left (whose error the
+// first request then reports). The connection is the one that request would have
+// opened: no extra round trip when the first seed answers.
+func startFromALiveSeed(c sarama.Client, seeds []string) {
+	seeds = slices.Clone(seeds)
+	for len(seeds) > 1 {
+		b := c.LeastLoadedBroker()
+		if b == nil {
+			return
+		}
+		if ok, _ := b.Connected(); ok {
+			return
+		}
+		rest := slices.DeleteFunc(slices.Clone(seeds), func(a string) bool { return a == b.Addr() })
+		if len(rest) == len(seeds) || c.RefreshBrokers(rest) != nil {
+			return
+		}
+		seeds = rest
+	}
 }
 
 // NewClusterAdmin connects a cluster admin to cl, wrapping errors like NewClient.
