@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -29,6 +30,10 @@ type streamClientSlot struct {
 	taken     bool
 	abandoned bool
 }
+
+// roundTripWaitLimit bounds how long a prepared stream client waits for the source's
+// round trip to be measured before it keeps sarama's fetch size.
+const roundTripWaitLimit = 2 * time.Second
 
 // prepareStreamClients starts making each stream's source client: metadata,
 // connections to every broker (openBrokers), and the consumer group's coordinator.
@@ -61,8 +66,13 @@ func (e *Engine) prepareStreamClients(source sarama.Client, wg *sync.WaitGroup) 
 				openBrokers(client)
 				_, _ = client.Coordinator(e.cfg.ConsumerGroup)
 				// The consumer reads its fetch size from the client's configuration
-				// when it is made from the client (runStream), after this.
-				<-measured
+				// when it is made from the client (runStream), after this. A source
+				// that does not answer the measure within roundTripWaitLimit is read
+				// with sarama's 1 MiB.
+				select {
+				case <-measured:
+				case <-time.After(roundTripWaitLimit):
+				}
 				e.sizeFetches(client.Config())
 			}
 			slot.mu.Lock()
@@ -78,11 +88,16 @@ func (e *Engine) prepareStreamClients(source sarama.Client, wg *sync.WaitGroup) 
 }
 
 // take returns stream id's client, made by prepareStreamClients or, when there is none
-// (a stream that runs again, or no preparation), now. The caller closes it.
-func (sc *streamClients) take(e *Engine, id int) (sarama.Client, error) {
+// (a stream that runs again, or no preparation), now. The caller closes it. When ctx
+// ends first it returns ctx's error (and abandon closes the client once it is made).
+func (sc *streamClients) take(ctx context.Context, e *Engine, id int) (sarama.Client, error) {
 	if sc != nil && id < len(sc.slots) {
 		slot := sc.slots[id]
-		<-slot.done
+		select {
+		case <-slot.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		slot.mu.Lock()
 		defer slot.mu.Unlock()
 		if !slot.taken && !slot.abandoned && slot.err == nil && slot.client != nil {

@@ -84,7 +84,14 @@ type sessionState struct {
 // the next Consume call subscribes to the new list.
 func (e *Engine) runStream(ctx context.Context, id int) error {
 	iid := instanceID(e.cfg, id)
-	client, err := e.streamClients.take(e, id)
+	client, err := e.streamClients.take(ctx, e, id)
+	if ctx.Err() != nil {
+		// A stop before the stream's client was made is not a failure.
+		if client != nil {
+			_ = client.Close()
+		}
+		return nil
+	}
 	if err != nil {
 		return err
 	}
