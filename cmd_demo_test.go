@@ -60,10 +60,12 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-func testDemo(t *testing.T, args, wantLines []string) {
-	const records = 3000
-	exactlyOnce := slices.Contains(args, "--exactly-once")
-	cmd := kafkaMirror(append([]string{"demo", "--records", strconv.Itoa(records), "--rate", "600"}, args...)...)
+// runDemo runs `kafka-mirror args...` (a demo scene) with its own TMPDIR, fails t unless
+// it exits 0 within 3 minutes and leaves nothing in TMPDIR (a scene that passed removes
+// its work directory), logs its output as what, and returns it.
+func runDemo(t *testing.T, what string, args ...string) string {
+	t.Helper()
+	cmd := kafkaMirror(args...)
 	// The demo keeps its config and engine log in a new directory under TMPDIR, and
 	// removes it when it passed.
 	tmp := t.TempDir()
@@ -87,10 +89,17 @@ func testDemo(t *testing.T, args, wantLines []string) {
 		t.Fatalf("the demo did not finish in 3 minutes:\n%s", out.String())
 	}
 	text := out.String()
-	t.Logf("the demo took %s:\n%s", time.Since(start).Round(100*time.Millisecond), text)
+	t.Logf("%s took %s:\n%s", what, time.Since(start).Round(100*time.Millisecond), text)
 	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
 		t.Errorf("the demo passed but left %d entries in TMPDIR (%v): its work directory must go", len(left), err)
 	}
+	return text
+}
+
+func testDemo(t *testing.T, args, wantLines []string) {
+	const records = 3000
+	exactlyOnce := slices.Contains(args, "--exactly-once")
+	text := runDemo(t, "the demo", append([]string{"demo", "--records", strconv.Itoa(records), "--rate", "600"}, args...)...)
 	checkReportTimeLast(t, text)
 
 	report := map[string]int{}
@@ -149,32 +158,7 @@ func TestDemoActiveActive(t *testing.T) {
 		t.Skip("runs two embedded clusters and two engines for about 15 seconds")
 	}
 	const records = 2000 // 1,000 per cluster
-	cmd := kafkaMirror("demo", "--active-active", "--records", strconv.Itoa(records), "--rate", "1000")
-	tmp := t.TempDir()
-	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the demo: %v", err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the demo failed (%v) after %s:\n%s", err, time.Since(start).Round(time.Second), out.String())
-		}
-	case <-time.After(3 * time.Minute):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("the demo did not finish in 3 minutes:\n%s", out.String())
-	}
-	text := out.String()
-	t.Logf("the active-active demo took %s:\n%s", time.Since(start).Round(100*time.Millisecond), text)
-	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
-		t.Errorf("the demo passed but left %d entries in TMPDIR (%v): its work directory must go", len(left), err)
-	}
+	text := runDemo(t, "the active-active demo", "demo", "--active-active", "--records", strconv.Itoa(records), "--rate", "1000")
 	checkReportTimeLast(t, text)
 	want := map[string]int{"own records": 1000, "own, once": 1000, "own, looped back": 0, "from dc1": 1000, "from dc2": 1000,
 		"lost": 0, "duplicated": 0, "out of order": 0, "dropped as looping": 1000}
@@ -319,31 +303,7 @@ func TestDemoFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two embedded clusters and three kafka-mirror processes for about 10 seconds")
 	}
-	cmd := kafkaMirror("demo", "--failover", "--records", "2000", "--rate", "0")
-	tmp := t.TempDir()
-	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the demo: %v", err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the demo failed (%v):\n%s", err, out.String())
-		}
-	case <-time.After(3 * time.Minute):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("the demo did not finish in 3 minutes:\n%s", out.String())
-	}
-	text := out.String()
-	t.Logf("the failover demo:\n%s", text)
-	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
-		t.Errorf("the demo passed but left %d entries in TMPDIR (%v): its work directory must go", len(left), err)
-	}
+	text := runDemo(t, "the failover demo", "demo", "--failover", "--records", "2000", "--rate", "0")
 	checkReportTimeLast(t, text)
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^    planned failover of mirror "kafka-mirror.demo.a-to-b": completed$`),

@@ -28,6 +28,11 @@ type Engine struct {
 	kafkaOpts []kafka.Option
 	progress  time.Duration
 	tune      func(*sarama.Config)
+	// streamClients are the streams' source clients, made early in Run.
+	streamClients *streamClients
+	// sourceRTT is the source's round trip measured at the start (prepareStreamClients),
+	// in nanoseconds; 0 until then.
+	sourceRTT atomic.Int64
 
 	chain       handler.Handler
 	passThrough bool
@@ -235,6 +240,17 @@ func (e *Engine) Run(ctx context.Context) error {
 		// Only ctx ending (a stop or Abort) ends the retries; that is not an error.
 		return nil
 	}
+	// The streams' clients and the source group's coordinator are readied while the
+	// first topic loop runs and the producers start.
+	e.streamClients = e.prepareStreamClients(conns.sourceMeta, &lingering)
+	defer e.streamClients.abandon()
+	lingering.Add(1)
+	go func() {
+		defer lingering.Done()
+		if b, err := conns.sourceMeta.Coordinator(e.cfg.ConsumerGroup); err == nil {
+			_ = b.Open(conns.sourceMeta.Config())
+		}
+	}()
 	if e.provenance != nil {
 		if err := e.life.untilStopped(ctx, func() error {
 			return e.provenance.resolve(e.cfg.Provenance, conns.sourceMeta, conns.targetMeta)

@@ -172,11 +172,15 @@ func TestTransientProduceErrorsAreRetried(t *testing.T) {
 // of its shuffled seeds for the producer id, retrying that same seed: a dead one three
 // times in four, for each of the nine producers, and the engine stopped at start with
 // "connection refused". The producers now start from a seed that answers. Every record
-// is mirrored.
+// is mirrored, on the source side too (three dead addresses in its list as well), with
+// offset translation on (its sync and checkpoint producers are made the same way).
 func TestStartsWithDeadTargetBootstrapServers(t *testing.T) {
 	c := newClusters(t, 2)
 	cfg := c.testConfig(t, func(cfg *config.Config) {
 		cfg.Target.BootstrapServers = append([]string{closedAddress(t), closedAddress(t), closedAddress(t)}, c.target.ListenAddrs()...)
+		// The source's clients (the group's, the topic loop's) must cope as well.
+		cfg.Source.BootstrapServers = append([]string{closedAddress(t), closedAddress(t), closedAddress(t)}, c.source.ListenAddrs()...)
+		cfg.Groups = &config.Groups{Include: []string{"app-.*"}, SyncInterval: config.Duration{Duration: 300 * time.Millisecond}}
 	})
 	w := newWorkload(2)
 	w.produce(t, c.source, 50)

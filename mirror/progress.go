@@ -369,11 +369,12 @@ func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, source sarama.
 		return nil, nil
 	}
 	type found struct {
-		none  []partitionKey
-		stale map[partitionKey]string
-		tgt   *sarama.OffsetFetchResponse
-		marks map[partitionKey]position
-		err   error
+		none   []partitionKey
+		stale  map[partitionKey]string
+		tgt    *sarama.OffsetFetchResponse
+		marks  map[partitionKey]position
+		starts map[partitionKey]int64
+		err    error
 	}
 	ctx, cancel := context.WithTimeout(sess.Context(), resumeLookupLimit)
 	defer cancel()
@@ -383,25 +384,34 @@ func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, source sarama.
 		// look-ups rather than after them, should they find no offset: at a mirror's
 		// first start that is one round trip less before the first record. Later
 		// sessions read it only when needed.
-		var early chan found
+		// It reads the initialOffset of every claimed partition beside them too: at a
+		// first start no group has an offset, and a read per partition after the
+		// look-ups was one round trip each, one after the other.
+		var early, earlyStarts chan found
 		if k.firstResume.CompareAndSwap(false, true) {
-			early = make(chan found, 1)
+			early, earlyStarts = make(chan found, 1), make(chan found, 1)
 			go func() {
 				marks, err := k.topic.read(ctx)
 				early <- found{marks: marks, err: err}
 			}()
+			go func() { earlyStarts <- found{starts: k.initialOffsets(source, claimKeys(sess.Claims()))} }()
 		}
 		none, stale, tgt, err := k.lookup(sess.Claims(), ids)
 		var marks map[partitionKey]position
+		var starts map[partitionKey]int64
 		if early != nil {
 			r := <-early
 			if err == nil && k.needsTopic(none, tgt) {
 				marks, err = k.topicMarksFrom(r.marks, r.err)
 			}
+			starts = (<-earlyStarts).starts
 		} else if err == nil && k.needsTopic(none, tgt) {
 			marks, err = k.topicMarks(ctx)
+			if err == nil {
+				starts = k.initialOffsets(source, none)
+			}
 		}
-		done <- found{none, stale, tgt, marks, err}
+		done <- found{none, stale, tgt, marks, starts, err}
 	}()
 	var f found
 	select {
@@ -443,7 +453,7 @@ func (k *progressKeeper) resume(sess sarama.ConsumerGroupSession, source sarama.
 				continue
 			}
 		}
-		ok, err := k.startWithoutGroups(sess, source, tp, ids[tp.topic], f.marks, log)
+		ok, err := k.startWithoutGroups(sess, source, tp, ids[tp.topic], f.marks, f.starts, log)
 		if err != nil {
 			return nil, err
 		}
@@ -494,13 +504,13 @@ func (k *progressKeeper) topicMarksFrom(marks map[partitionKey]position, err err
 // initialOffset, logged, when there is none. It reports whether the partition resumed
 // from the record.
 func (k *progressKeeper) startWithoutGroups(sess sarama.ConsumerGroupSession, source sarama.Client, tp partitionKey, currentID string,
-	marks map[partitionKey]position, log logr.Logger) (bool, error) {
+	marks map[partitionKey]position, starts map[partitionKey]int64, log logr.Logger) (bool, error) {
 	p, ok := marks[tp]
 	switch {
 	case !ok && k.e.startAtInitialPosition(sess, tp, currentID, log):
 		return false, nil
 	case !ok:
-		start, err := k.startAtInitialOffset(sess, source, tp)
+		start, err := k.startAtInitialOffset(sess, source, tp, starts)
 		if err != nil {
 			return false, err
 		}
@@ -525,17 +535,82 @@ func (k *progressKeeper) startWithoutGroups(sess sarama.ConsumerGroupSession, so
 // first commit: an empty partition, or one whose older records latest leaves out, never
 // gets a record to commit, and "lag 0 for every partition" (docs/failover.md) could not
 // be checked for it. The consumer starts exactly there, as it would have by itself.
-func (k *progressKeeper) startAtInitialOffset(sess sarama.ConsumerGroupSession, source sarama.Client, tp partitionKey) (int64, error) {
-	at := sarama.OffsetOldest
-	if k.initial == config.InitialOffsetLatest {
-		at = sarama.OffsetNewest
-	}
-	start, err := source.GetOffset(tp.topic, tp.partition, at)
-	if err != nil {
-		return -1, fmt.Errorf("while reading the %s offset of source partition %s/%d (initialOffset): %w", k.initial, tp.topic, tp.partition, err)
+// The offset is taken from starts (initialOffsets, read in this Setup) when it is there,
+// else asked now.
+func (k *progressKeeper) startAtInitialOffset(sess sarama.ConsumerGroupSession, source sarama.Client, tp partitionKey, starts map[partitionKey]int64) (int64, error) {
+	start, ok := starts[tp]
+	if !ok {
+		var err error
+		if start, err = source.GetOffset(tp.topic, tp.partition, k.initialTimestamp()); err != nil {
+			return -1, fmt.Errorf("while reading the %s offset of source partition %s/%d (initialOffset): %w", k.initial, tp.topic, tp.partition, err)
+		}
 	}
 	seek(sess, tp, start)
 	return start, nil
+}
+
+// initialTimestamp is the ListOffsets timestamp initialOffset names.
+func (k *progressKeeper) initialTimestamp() int64 {
+	if k.initial == config.InitialOffsetLatest {
+		return sarama.OffsetNewest
+	}
+	return sarama.OffsetOldest
+}
+
+// initialOffsets reads the offset initialOffset names of each of tps with one
+// ListOffsets request per partition leader, the leaders asked at the same time: across
+// a distance a read per partition, one after the other, was a round trip each before
+// the first record. A partition it could not read (no leader known, an error, a broker
+// that failed) is left out: startAtInitialOffset then asks for it alone, with the
+// client's retries.
+func (k *progressKeeper) initialOffsets(source sarama.Client, tps []partitionKey) map[partitionKey]int64 {
+	at := k.initialTimestamp()
+	requests := map[*sarama.Broker]*sarama.OffsetRequest{}
+	asked := map[*sarama.Broker][]partitionKey{}
+	for _, tp := range tps {
+		b, err := source.Leader(tp.topic, tp.partition)
+		if err != nil {
+			continue
+		}
+		req := requests[b]
+		if req == nil {
+			req = sarama.NewOffsetRequest(source.Config().Version)
+			requests[b] = req
+		}
+		req.AddBlock(tp.topic, tp.partition, at, 1)
+		asked[b] = append(asked[b], tp)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	out := make(map[partitionKey]int64, len(tps))
+	for b, req := range requests {
+		wg.Go(func() {
+			resp, err := b.GetAvailableOffsets(req)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, tp := range asked[b] {
+				if blk := resp.GetBlock(tp.topic, tp.partition); blk != nil && errors.Is(blk.Err, sarama.ErrNoError) && len(blk.Offsets) == 1 {
+					out[tp] = blk.Offsets[0]
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// claimKeys lists a session's claims.
+func claimKeys(claims map[string][]int32) []partitionKey {
+	var out []partitionKey
+	for topic, parts := range claims {
+		for _, p := range parts {
+			out = append(out, partitionKey{topic, p})
+		}
+	}
+	return out
 }
 
 // lookup returns the claimed partitions the source group has no offset for, those

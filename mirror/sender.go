@@ -433,15 +433,16 @@ func (s *sender) openProducers(c *connections, targets []string) error {
 		n = 1
 	}
 	c.producers, c.clients = make([]sarama.AsyncProducer, n), make([]sarama.Client, n)
+	seeds := brokerAddrs(c.targetMeta)
 	var g errgroup.Group
 	for i := range n {
 		g.Go(func() (err error) {
-			c.clients[i], c.producers[i], err = s.openProducer(s.limits.batchCap, 0)
+			c.clients[i], c.producers[i], err = s.openProducer(s.limits.batchCap, 0, seeds)
 			return err
 		})
 	}
 	g.Go(func() (err error) {
-		c.singleClient, c.single, err = s.openProducer(maxProducibleBytes, 1)
+		c.singleClient, c.single, err = s.openProducer(maxProducibleBytes, 1, seeds)
 		if err != nil {
 			return fmt.Errorf("single-record producer: %w", err)
 		}
@@ -495,10 +496,28 @@ func (s *sender) warmProducers(probe sarama.Client, targets []string) {
 	wg.Wait()
 }
 
+// brokerAddrs returns the addresses of the brokers in client's metadata: the target's
+// registered brokers when the engine connected, which the producers' clients start
+// from rather than the configured bootstrap servers. A bootstrap server that is dead,
+// hangs (accepts connections and never answers) or is no longer the cluster's is not
+// among them; sarama would send a producer's first request to one of its seeds,
+// chosen at random, and retry that same one (see kafka.startFromALiveSeed).
+func brokerAddrs(client sarama.Client) []string {
+	if client == nil {
+		return nil
+	}
+	var addrs []string
+	for _, b := range client.Brokers() {
+		addrs = append(addrs, b.Addr())
+	}
+	return addrs
+}
+
 // openProducer makes one producer towards the target and its client: batches of up to
-// maxBytes, and of at most maxMessages records when it is not 0. It returns the
+// maxBytes, and of at most maxMessages records when it is not 0; its client starts from
+// seeds when there are any, else from the configured bootstrap servers. It returns the
 // client even when the producer failed, for the caller to close.
-func (s *sender) openProducer(maxBytes, maxMessages int) (sarama.Client, sarama.AsyncProducer, error) {
+func (s *sender) openProducer(maxBytes, maxMessages int, seeds []string) (sarama.Client, sarama.AsyncProducer, error) {
 	inFlight := s.pipelined()
 	if maxMessages > 0 {
 		inFlight = 1 // the single-record producer stays sarama's
@@ -517,7 +536,11 @@ func (s *sender) openProducer(maxBytes, maxMessages int) (sarama.Client, sarama.
 		// that config): it is full, and sent, at the cap.
 		pc.Producer.Flush.Messages = min(pc.Producer.Flush.Messages, maxMessages)
 	}
-	client, err := kafka.NewClientFromConfig(s.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, s.kafkaOpts...)...)
+	target := s.cfg.Target
+	if len(seeds) > 0 {
+		target.BootstrapServers = seeds
+	}
+	client, err := kafka.NewClientFromConfig(target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, s.kafkaOpts...)...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/handler"
-	"github.com/kafka-mirror/kafka-mirror-operator/mirror/kafka"
 )
 
 // Backoff between failed Consume calls (coordinator unreachable, ...), never a hot loop.
@@ -84,16 +83,15 @@ type sessionState struct {
 // the engine fails. A change of the selected topics ends the current session so that
 // the next Consume call subscribes to the new list.
 func (e *Engine) runStream(ctx context.Context, id int) error {
-	cc, err := kafka.ConsumerConfig(e.cfg, e.kafkaOpts...)
-	if err != nil {
-		return err
-	}
 	iid := instanceID(e.cfg, id)
-	cc.Consumer.Group.InstanceId = iid
-	if e.tune != nil {
-		e.tune(cc)
+	client, err := e.streamClients.take(ctx, e, id)
+	if ctx.Err() != nil {
+		// A stop before the stream's client was made is not a failure.
+		if client != nil {
+			_ = client.Close()
+		}
+		return nil
 	}
-	client, err := kafka.NewClientFromConfig(e.cfg.Source, cc, append([]kafka.Option{kafka.WithRole(kafka.RoleSource)}, e.kafkaOpts...)...)
 	if err != nil {
 		return err
 	}

@@ -187,6 +187,7 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, source sarama.Cli
 	closeAll := f.closeAll
 	// The progress topic is read once, when a partition no group has an offset for needs it.
 	var marks map[partitionKey]position
+	var starts map[partitionKey]int64 // initialOffsets of the claims, read once when needed
 	for tp := range writers {
 		id := ids[tp.topic]
 		// The target entry: written in a transaction, or by an at-least-once run (a
@@ -239,8 +240,11 @@ func (x *exactlyOnce) assign(sess sarama.ConsumerGroupSession, source sarama.Cli
 					break
 				}
 			}
+			if starts == nil {
+				starts = k.initialOffsets(source, claimKeys(sess.Claims()))
+			}
 			var resumed bool
-			if resumed, err = k.startWithoutGroups(sess, source, tp, id, marks, log); resumed {
+			if resumed, err = k.startWithoutGroups(sess, source, tp, id, marks, starts, log); resumed {
 				e.parts.get(tp.topic, tp.partition).resumed.Add(1)
 			}
 		}
@@ -388,7 +392,16 @@ func openTxnWriter(ctx context.Context, e *Engine, tp partitionKey) (*txnWriter,
 	if e.sender.limits.batchCap > 0 {
 		pc.Producer.MaxMessageBytes = e.sender.limits.batchCap
 	}
-	client, err := kafka.NewClientFromConfig(e.cfg.Target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...)
+	// From the brokers the engine's target metadata lists now, as the batching
+	// producers (brokerAddrs): a silent bootstrap server would cost each claim's
+	// writer a read timeout.
+	target := e.cfg.Target
+	if t := e.sender.targets; t != nil {
+		if seeds := brokerAddrs(t.probe); len(seeds) > 0 {
+			target.BootstrapServers = seeds
+		}
+	}
+	client, err := kafka.NewClientFromConfig(target, pc, append([]kafka.Option{kafka.WithRole(kafka.RoleTarget)}, e.kafkaOpts...)...)
 	if err != nil {
 		return nil, err
 	}

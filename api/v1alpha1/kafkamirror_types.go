@@ -468,7 +468,8 @@ type ConsumerSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	FetchMinBytes int32 `json:"fetchMinBytes,omitempty"`
 
-	// fetchPartitionBytes is how many bytes a fetch asks for per partition. Default 1 MiB.
+	// fetchPartitionBytes is how many bytes a fetch asks for per partition. Default: by
+	// the source's round trip measured at start, 1 MiB per 25 ms, from 1 MiB to 8 MiB.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	FetchPartitionBytes int32 `json:"fetchPartitionBytes,omitempty"`

@@ -97,13 +97,22 @@ func (r distanceResult) median(arm string, f func(engineResult) float64) float64
 // broker count, then the source far away and the target near.
 func (o options) distanceCases() []distanceCase {
 	var out []distanceCase
-	for _, n := range o.distanceBrokers {
-		for _, rtt := range o.distanceRTTs {
-			out = append(out, distanceCase{TargetRTT: rtt, TargetBrokers: n})
+	if o.distanceTarget {
+		for _, n := range o.distanceBrokers {
+			for _, rtt := range o.distanceRTTs {
+				out = append(out, distanceCase{TargetRTT: rtt, TargetBrokers: n})
+			}
 		}
 	}
-	if far := o.distanceRTTs[len(o.distanceRTTs)-1]; far > 0 && o.distanceSource {
+	far := o.distanceRTTs[len(o.distanceRTTs)-1]
+	switch {
+	case far <= 0 || !o.distanceSource:
+	case o.distanceTarget:
 		out = append(out, distanceCase{SourceRTT: far, TargetBrokers: o.distanceBrokers[len(o.distanceBrokers)-1]})
+	default:
+		for _, n := range o.distanceBrokers {
+			out = append(out, distanceCase{SourceRTT: far, TargetBrokers: n})
+		}
 	}
 	return out
 }

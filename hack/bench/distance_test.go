@@ -38,11 +38,19 @@ func TestDistanceOptions(t *testing.T) {
 	if got := one.distanceCases(); !slices.Equal(got, []distanceCase{{TargetRTT: 100 * time.Millisecond, TargetBrokers: 1}}) || !slices.Equal(one.distanceArms, []string{"engine", "franz-go"}) {
 		t.Errorf("one layout, two arms: layouts %v, arms %v", got, one.distanceArms)
 	}
+	far, err := parseOptions([]string{"--distance-rtts", "100ms", "--distance-brokers", "1,3", "--distance-target=false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := far.distanceCases(), []distanceCase{{SourceRTT: 100 * time.Millisecond, TargetBrokers: 1}, {SourceRTT: 100 * time.Millisecond, TargetBrokers: 3}}; !slices.Equal(got, want) {
+		t.Errorf("source far only: layouts %v, want %v", got, want)
+	}
 	for name, args := range map[string][]string{
 		"unknown arm":    {"--distance-arms", "mm2"},
 		"bad round trip": {"--distance-rtts", "soon"},
 		"no brokers":     {"--distance-brokers", ""},
 		"zero records":   {"--distance-records", "0"},
+		"no layout":      {"--distance-target=false", "--distance-source=false"},
 	} {
 		if _, err := parseOptions(args); err == nil {
 			t.Errorf("%s: no error", name)

@@ -70,6 +70,9 @@ type options struct {
 	distanceArms []string
 	// distanceSource adds the layout with the source far away and the target near.
 	distanceSource bool
+	// distanceTarget runs the layouts with the target far away (false: only the
+	// source-far layouts, one per target broker count).
+	distanceTarget bool
 	// distanceTopicConfigs are configs of the across-regions target topic.
 	distanceTopicConfigs map[string]*string
 }
@@ -115,6 +118,7 @@ func parseOptions(args []string) (options, error) {
 	dconfigs := fs.String("distance-target-configs", "", "configs of the across-regions target topic, comma-separated KEY=VALUE (for example max.message.bytes=4194304: the engine sizes its batches by it)")
 	fs.IntVar(&o.engineMaxInFlightRequests, "distance-engine-max-in-flight-requests", 0, "producer.maxInFlightRequests of the across-regions engine arm (1-5; above 1 the engine's pipelined producer); 0: the engine's default")
 	fs.BoolVar(&o.distanceSource, "distance-source", true, "also run the across-regions layout with the source as far away as the last --distance-rtts and the target near")
+	fs.BoolVar(&o.distanceTarget, "distance-target", true, "run the across-regions layouts with the target far away; false leaves only the source-far layout, then one per --distance-brokers")
 	fs.StringVar(&o.kafka, "kafka", "kfake", "the brokers: kfake (in-process, the default), or real: two single-broker Apache Kafka clusters (make kafka) with the engine, the bare forwarder and MirrorMaker 2 (make kafka-mm2) in alternating rounds, into docs/benchmarks/mm2-results.*; then --records defaults to 200000, --value-size to 1024 and --rounds to 3")
 	fs.StringVar(&o.mm2Heap, "mm2-heap", defaultMM2Heap, "with --kafka real, MirrorMaker 2's JVM -Xmx")
 	mm2Props := fs.String("mm2-props", "", "with --kafka real, properties added to MirrorMaker 2's mm2.properties, comma-separated KEY=VALUE (for example target.producer.batch.size=1048576,target.producer.linger.ms=5)")
@@ -227,6 +231,8 @@ func parseOptions(args []string) (options, error) {
 	switch {
 	case o.distanceRecords <= 0 || o.distanceValueSize <= 0 || o.distanceRounds <= 0:
 		return o, errors.New("--distance-records, --distance-value-size and --distance-rounds must be positive")
+	case !o.distanceTarget && (!o.distanceSource || o.distanceRTTs[len(o.distanceRTTs)-1] <= 0):
+		return o, errors.New("--distance-target=false needs --distance-source and a last --distance-rtts above 0: no layout is left")
 	case o.records <= 0:
 		return o, errors.New("--records must be positive")
 	case o.valueSize <= 0:

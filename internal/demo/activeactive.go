@@ -107,27 +107,13 @@ func RunActiveActive(ctx context.Context, opts Options) (*ActiveActiveResult, er
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	out := opts.Out
-	say := func(format string, args ...any) {
-		fmt.Fprintf(out, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	sc, err := newScene(opts, "kafka-mirror-demo-aa-")
+	if err != nil {
+		return nil, err
 	}
-	dir := opts.WorkDir
 	passed := false
-	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "kafka-mirror-demo-aa-"); err != nil {
-			return nil, fmt.Errorf("while creating the demo's work directory: %w", err)
-		}
-		// Gone after a run that went through; kept, and named, after one that did not.
-		defer func() {
-			if passed {
-				_ = os.RemoveAll(dir)
-				return
-			}
-			fmt.Fprintf(out, "The engines' configs and logs are kept in %s (remove it when done).\n", dir)
-		}()
-	}
+	defer func() { sc.finish(passed) }()
+	start, out, say, dir := sc.start, sc.out, sc.say, sc.dir
 	var sides [2]*aaSide
 	var kc [2]*kfake.Cluster
 	defer func() {

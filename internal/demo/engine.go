@@ -2,8 +2,10 @@ package demo
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"time"
 
@@ -63,4 +65,45 @@ func sumMetrics(m engineproc.Metrics) engineMetrics {
 		InFlight: m.Sum("kafka_mirror_inflight_records"),
 		Commits:  m.Sum("kafka_mirror_commits_total"),
 	}
+}
+
+// scene is how a multi-process scene (active-active, failover) starts: its clock, its
+// timestamped lines on out, and its work directory: opts.WorkDir, or a temporary one
+// that finish removes after a run that passed and keeps, and names, after one that did
+// not.
+type scene struct {
+	start time.Time
+	out   io.Writer
+	dir   string
+	temp  bool
+}
+
+func newScene(opts Options, prefix string) (*scene, error) {
+	sc := &scene{start: time.Now(), out: opts.Out, dir: opts.WorkDir}
+	if sc.dir == "" {
+		dir, err := os.MkdirTemp("", prefix)
+		if err != nil {
+			return nil, fmt.Errorf("while creating the demo's work directory: %w", err)
+		}
+		sc.dir, sc.temp = dir, true
+	}
+	return sc, nil
+}
+
+// say prints a line stamped with the time since the scene started.
+func (sc *scene) say(format string, args ...any) {
+	fmt.Fprintf(sc.out, "[%5.1fs] %s\n", time.Since(sc.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// finish removes a temporary work directory after a run that passed; after one that
+// did not, it keeps it and says where.
+func (sc *scene) finish(passed bool) {
+	if !sc.temp {
+		return
+	}
+	if passed {
+		_ = os.RemoveAll(sc.dir)
+		return
+	}
+	fmt.Fprintf(sc.out, "The engines' configs and logs are kept in %s (remove it when done).\n", sc.dir)
 }

@@ -86,26 +86,13 @@ func RunFailback(ctx context.Context, opts Options) (*FailbackResult, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	out := opts.Out
-	say := func(format string, args ...any) {
-		fmt.Fprintf(out, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	sc, err := newScene(opts, "kafka-mirror-demo-failover-")
+	if err != nil {
+		return nil, err
 	}
-	dir := opts.WorkDir
 	passed := false
-	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "kafka-mirror-demo-failover-"); err != nil {
-			return nil, fmt.Errorf("while creating the demo's work directory: %w", err)
-		}
-		defer func() {
-			if passed {
-				_ = os.RemoveAll(dir)
-				return
-			}
-			fmt.Fprintf(out, "The engines' configs and logs are kept in %s (remove it when done).\n", dir)
-		}()
-	}
+	defer func() { sc.finish(passed) }()
+	start, out, say, dir := sc.start, sc.out, sc.say, sc.dir
 	log, err := os.OpenFile(filepath.Join(dir, "engines.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("while creating the engine log: %w", err)

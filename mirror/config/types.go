@@ -206,7 +206,9 @@ type Consumer struct {
 	// FetchMinBytes is how many bytes a fetch waits for (up to fetchMaxWait). Default 1.
 	FetchMinBytes int32 `json:"fetchMinBytes,omitempty"`
 	// FetchPartitionBytes is how many bytes a fetch asks for per partition (a larger
-	// record batch is still fetched whole). Default 1 MiB.
+	// record batch is still fetched whole). Default: by the source's round trip measured
+	// at start, 1 MiB per 25 ms, from 1 MiB (a near source) to 8 MiB (docs/performance.md,
+	// "The source far away").
 	FetchPartitionBytes int32 `json:"fetchPartitionBytes,omitempty"`
 	// FetchMaxWait is how long the broker may wait for fetchMinBytes. Default 500ms.
 	FetchMaxWait Duration `json:"fetchMaxWait,omitempty"`

@@ -443,3 +443,21 @@ func TestClientTuning(t *testing.T) {
 		}
 	})
 }
+
+// TestFetchPartitionBytesFor checks the fetch size by the source's round trip: sarama's
+// 1 MiB up to 25 ms (a near source is read as before), 1 MiB more per 25 ms, 8 MiB at
+// most.
+func TestFetchPartitionBytesFor(t *testing.T) {
+	for rtt, want := range map[time.Duration]int32{
+		0:                      1 << 20,
+		time.Millisecond:       1 << 20,
+		24 * time.Millisecond:  1 << 20,
+		50 * time.Millisecond:  2 << 20,
+		100 * time.Millisecond: 4 << 20,
+		time.Second:            8 << 20,
+	} {
+		if got := FetchPartitionBytesFor(rtt); got != want {
+			t.Errorf("FetchPartitionBytesFor(%v) = %d, want %d", rtt, got, want)
+		}
+	}
+}

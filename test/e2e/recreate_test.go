@@ -65,16 +65,7 @@ func sourceTopicRecreated(t *testing.T, col column) {
 			all.Merge(after)
 			m := s.readUntil(col, all)
 
-			// Offsets of the two incarnations overlap: each is audited on its own (the
-			// other's records count as unknown to it).
-			var lost, dups, order int
-			for phase, p := range map[string]*audit.Produced{"before": before, "after": after} {
-				rep := audit.Audit(p, m, audit.Options{})
-				lost, dups, order = lost+rep.Total.Lost, dups+rep.Total.Duplicated, order+rep.Total.OutOfOrder
-				if rep.Total.Lost != 0 || rep.Total.Duplicated != 0 || rep.Total.OutOfOrder != 0 || rep.Total.Altered != 0 || rep.Total.WrongPartition != 0 {
-					t.Errorf("records written %s the re-creation:\n%s", phase, rep)
-				}
-			}
+			lost, dups, order := e2eharness.AuditIncarnations(t, m, before, after)
 			if line, ok := e.LogContains("source topic was deleted and created again", recreatedTopic); !ok {
 				t.Errorf("no log line says the source topic was re-created")
 			} else {
@@ -92,24 +83,7 @@ func sourceTopicRecreated(t *testing.T, col column) {
 // every record of p, and returns what it read.
 func (s *scenario) readUntil(col column, p *audit.Produced) *audit.Mirrored {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
-	defer cancel()
-	r := audit.NewReader(s.dst.addrs(), e2eharness.TopicNames(s.topics))
-	r.ReadCommitted = col.exactlyOnce
-	for {
-		err := r.Poll(ctx)
-		rep := audit.Audit(p, r.Mirrored(), audit.Options{})
-		if err == nil && rep.Total.Lost == 0 {
-			return r.Mirrored()
-		}
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err != nil {
-			s.t.Fatalf("the target never held every record: %v\n%s", err, rep)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	return e2eharness.ReadUntil(s.t, s.dst.addrs(), e2eharness.TopicNames(s.topics), col.exactlyOnce, p, completeTimeout)
 }
 
 // recreateSourceTopic deletes topic on the source and creates it again with partitions

@@ -81,16 +81,7 @@ func recreatedSourceTopic(t *testing.T, col column, stopped bool) {
 	all.Merge(p2)
 	m := s.readTargetUntil(col, all)
 
-	// Offsets of the two incarnations overlap: each is audited on its own (the other's
-	// records count as unknown to it).
-	var lost, dups, order int
-	for phase, p := range map[string]*audit.Produced{"before": p1, "after": p2} {
-		rep := audit.Audit(p, m, audit.Options{})
-		lost, dups, order = lost+rep.Total.Lost, dups+rep.Total.Duplicated, order+rep.Total.OutOfOrder
-		if rep.Total.Lost != 0 || rep.Total.Duplicated != 0 || rep.Total.OutOfOrder != 0 || rep.Total.Altered != 0 || rep.Total.WrongPartition != 0 {
-			t.Errorf("records written %s the re-creation:\n%s", phase, rep)
-		}
-	}
+	lost, dups, order := e2eharness.AuditIncarnations(t, m, p1, p2)
 	ends := endOffsets(t, s.dst, s.topics)
 	for part := range int32(partitions) {
 		if got := ends[topic][part]; got != before+after && !col.exactlyOnce {
@@ -115,24 +106,7 @@ func recreatedSourceTopic(t *testing.T, col column, stopped bool) {
 // every record of p, and returns what it read.
 func (s *scenario) readTargetUntil(col column, p *audit.Produced) *audit.Mirrored {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
-	defer cancel()
-	r := audit.NewReader(s.dst.Addrs(), e2eharness.TopicNames(s.topics))
-	r.ReadCommitted = col.exactlyOnce
-	for {
-		err := r.Poll(ctx)
-		rep := audit.Audit(p, r.Mirrored(), audit.Options{})
-		if err == nil && rep.Total.Lost == 0 {
-			return r.Mirrored()
-		}
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err != nil {
-			s.t.Fatalf("the target never held every record: %v\n%s", err, rep)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	return e2eharness.ReadUntil(s.t, s.dst.Addrs(), e2eharness.TopicNames(s.topics), col.exactlyOnce, p, completeTimeout)
 }
 
 // deleteAndRecreateSourceTopic deletes topic on the source and creates it again with partitions
