@@ -146,6 +146,12 @@ func leaderKill9(t *testing.T, side string, col column) {
 // engine never exits; zero loss; duplicates at most what was in flight.
 func TestTargetRollingRestart(t *testing.T) { rollingRestart(t, column{}) }
 
+// TestTargetRollingRestartPipelined is TestTargetRollingRestart with
+// producer.maxInFlightRequests 5 (the engine's pipelined producer).
+func TestTargetRollingRestartPipelined(t *testing.T) {
+	rollingRestart(t, column{pipelined: true})
+}
+
 // TestTargetRollingRestartExactlyOnce is TestTargetRollingRestart with delivery
 // exactlyOnce: the transaction coordinators move too. Read_committed, zero duplicates.
 func TestTargetRollingRestartExactlyOnce(t *testing.T) { rollingRestart(t, column{exactlyOnce: true}) }
