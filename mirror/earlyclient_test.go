@@ -65,13 +65,7 @@ func TestStreamFindsItsCoordinatorWhileTheTopicLoopRuns(t *testing.T) {
 		mu.Unlock()
 		return nil, nil, false
 	})
-	w := newWorkload(partitions)
-	w.produce(t, c.source, n)
-	r := startEngine(t, cfg, log)
-	got := readTarget(t, c.target, testTopic, w.total(), time.Second, time.Minute)
-	if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 {
-		t.Errorf("%d missing, %d duplicates, want 0 and 0", res.missing, res.duplicates)
-	}
+	r := mirrorEvery(t, c, cfg, log, partitions, n)
 	mu.Lock()
 	lateBeforeStop, wasHeld := late, held
 	mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/config"
@@ -51,13 +52,7 @@ func TestSetupReadsInitialOffsetsOncePerBroker(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	w := newWorkload(partitions)
-	w.produce(t, c.source, n)
-	r := startEngine(t, cfg, log)
-	got := readTarget(t, c.target, testTopic, w.total(), time.Second, time.Minute)
-	if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 {
-		t.Errorf("%d missing, %d duplicates, want 0 and 0", res.missing, res.duplicates)
-	}
+	r := mirrorEvery(t, c, cfg, log, partitions, n)
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -75,4 +70,19 @@ func TestSetupReadsInitialOffsetsOncePerBroker(t *testing.T) {
 		t.Errorf("the Setups read the initial offsets of %d partitions in %d ListOffsets requests over %d sessions, want at most one per session and broker",
 			partitions, setupReads, joins)
 	}
+}
+
+// mirrorEvery writes n records to each of the source's partitions, starts the engine
+// with cfg, and waits until the target holds every one of them once; it returns the
+// running engine.
+func mirrorEvery(t *testing.T, c *testClusters, cfg *config.Config, log logr.Logger, partitions int32, n int) *runningEngine {
+	t.Helper()
+	w := newWorkload(partitions)
+	w.produce(t, c.source, n)
+	r := startEngine(t, cfg, log)
+	got := readTarget(t, c.target, testTopic, w.total(), time.Second, time.Minute)
+	if res := audit(t, w, got, true, true); res.missing != 0 || res.duplicates != 0 {
+		t.Errorf("%d missing, %d duplicates, want 0 and 0", res.missing, res.duplicates)
+	}
+	return r
 }
