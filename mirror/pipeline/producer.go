@@ -84,6 +84,11 @@ type partition struct {
 	renumberFrom int32
 	renumberAt   int // index in batches of the first batch to renumber
 	failed       error
+	// leader is the broker the partition's batches go to, looked up off run's goroutine
+	// (lookUpLeader) and forgotten on every failure a retry cures; lookingUp is set
+	// while the look-up runs.
+	leader    *sarama.Broker
+	lookingUp bool
 }
 
 type batchState int
@@ -523,16 +528,14 @@ func (p *Producer) dispatch() {
 				if b == nil {
 					continue
 				}
-				leader, err := p.client.Leader(pt.topic, pt.id)
-				if err != nil {
-					p.retry(pt, err)
-					p.settle(pt) // schedules the retry: nothing of it may be in flight
+				if pt.leader == nil {
+					p.lookUpLeader(pt)
 					continue
 				}
-				r := reqs[leader]
+				r := reqs[pt.leader]
 				if r == nil {
-					r = &request{broker: leader}
-					reqs[leader] = r
+					r = &request{broker: pt.leader}
+					reqs[pt.leader] = r
 				}
 				r.parts = append(r.parts, pt)
 				r.batches = append(r.batches, b)
@@ -547,6 +550,36 @@ func (p *Producer) dispatch() {
 			p.send(r)
 		}
 	}
+}
+
+// lookUpLeader finds the partition's leader on a goroutine of its own: while a
+// partition has none, sarama's look-up refreshes metadata until the target names one
+// (for up to the delivery timeout, kafka.keepLookingForLeaders), and run must go on
+// sending the other partitions' batches and handling their answers meanwhile. The
+// partition sends nothing until the answer comes back as an event; a failed look-up is
+// a retry like a failed send.
+func (p *Producer) lookUpLeader(pt *partition) {
+	if pt.lookingUp {
+		return
+	}
+	pt.lookingUp = true
+	p.pending++
+	go func() {
+		leader, err := p.client.Leader(pt.topic, pt.id)
+		p.events <- func() {
+			p.pending--
+			pt.lookingUp = false
+			if pt.failed != nil {
+				return
+			}
+			if err != nil {
+				p.retry(pt, err)
+				p.settle(pt) // schedules the retry: nothing of it is in flight
+				return
+			}
+			pt.leader = leader
+		}
+	}()
 }
 
 // send hands r to its broker; the answer comes back as an event.
@@ -690,6 +723,9 @@ func (p *Producer) refuseTooLarge(pt *partition, b *batch) {
 func (p *Producer) retry(pt *partition, err error) {
 	pt.retrying = true
 	pt.lastErr = err
+	// The leader may have moved or its connection closed: look it up again (sarama's
+	// look-up reopens a closed connection) once the partition resumes.
+	pt.leader = nil
 }
 
 // settle reports the partition's acked batches in order and, once a stopped partition

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +17,12 @@ import (
 // newTestProducer starts a kfake cluster with topic "t" of partitions partitions, and
 // a Producer with maxInFlight over a client configured as the engine's.
 func newTestProducer(t *testing.T, partitions int32, maxInFlight int, control func(*kfake.Cluster)) (*Producer, *kfake.Cluster) {
+	t.Helper()
+	return newTestProducerWith(t, partitions, maxInFlight, nil, control)
+}
+
+// newTestProducerWith is newTestProducer with configure changing the client's config.
+func newTestProducerWith(t *testing.T, partitions int32, maxInFlight int, configure func(*sarama.Config), control func(*kfake.Cluster)) (*Producer, *kfake.Cluster) {
 	t.Helper()
 	cl, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "t"))
 	if err != nil {
@@ -31,6 +39,9 @@ func newTestProducer(t *testing.T, partitions int32, maxInFlight int, control fu
 	sc.Producer.Partitioner = sarama.NewManualPartitioner
 	sc.Producer.MaxMessageBytes = 4096
 	sc.Net.MaxOpenRequests = maxInFlight
+	if configure != nil {
+		configure(sc)
+	}
 	client, err := sarama.NewClient(cl.ListenAddrs(), sc)
 	if err != nil {
 		t.Fatal(err)
@@ -106,4 +117,105 @@ func TestProducerRetriesInitProducerID(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLeaderlessPartitionDoesNotHoldTheOthers: while the target's metadata says
+// partition 1 has no leader (its look-up retries, as the engine's client does, for
+// longer than the test waits), records for partition 0 of the same producer are still
+// sent and acked; once partition 1 has a leader again its records follow, in order.
+func TestLeaderlessPartitionDoesNotHoldTheOthers(t *testing.T) {
+	var leaderless atomic.Bool
+	p, _ := newTestProducerWith(t, 2, 5, func(sc *sarama.Config) {
+		sc.Metadata.Retry.Max = 1000
+		sc.Metadata.Retry.Backoff = 50 * time.Millisecond
+		sc.Metadata.RefreshFrequency = 100 * time.Millisecond
+	}, func(cl *kfake.Cluster) {
+		cl.ControlKey(kmsg.Metadata.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			cl.KeepControl()
+			if !leaderless.Load() {
+				return nil, nil, false
+			}
+			return metadataWithoutLeader(cl, req.(*kmsg.MetadataRequest), "t", 2, 1), nil, true
+		})
+	})
+	// The partition loses its leader once the producer runs; the client's background
+	// refresh (which retries while a partition has none) brings that into its cache.
+	client := p.client
+	leaderless.Store(true)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if w, err := client.WritablePartitions("t"); err == nil && len(w) == 1 && w[0] == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client's metadata never showed partition 1 without a leader")
+		}
+	}
+	errs := make(chan error, 1)
+	go func() {
+		for pe := range p.Errors() {
+			errs <- pe.Err
+		}
+		close(errs)
+	}()
+	const records = 100
+	go func() {
+		p.Input() <- &sarama.ProducerMessage{Topic: "t", Partition: 1, Value: sarama.StringEncoder("waits"), Metadata: -1}
+		for i := range records {
+			p.Input() <- &sarama.ProducerMessage{Topic: "t", Partition: 0, Value: sarama.StringEncoder(fmt.Sprint(i)), Metadata: i}
+		}
+	}()
+	acked := 0
+	timeout := time.After(30 * time.Second)
+	for acked < records {
+		select {
+		case m := <-p.Successes():
+			if m.Partition != 0 || m.Metadata.(int) != acked {
+				t.Fatalf("acked record %v of partition %d while partition 1 has no leader, want record %d of partition 0", m.Metadata, m.Partition, acked)
+			}
+			acked++
+		case err := <-errs:
+			t.Fatalf("error while partition 1 has no leader: %v", err)
+		case <-timeout:
+			t.Fatalf("%d of partition 0's %d records acked in 30s while partition 1 had no leader: the leaderless partition holds the others", acked, records)
+		}
+	}
+	leaderless.Store(false)
+	select {
+	case m := <-p.Successes():
+		if m.Partition != 1 || m.Metadata.(int) != -1 {
+			t.Fatalf("acked record %v of partition %d, want partition 1's record", m.Metadata, m.Partition)
+		}
+	case err := <-errs:
+		t.Fatalf("partition 1's record failed once it had a leader again: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("partition 1's record was not acked within 30s of its leader coming back")
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// metadataWithoutLeader answers req as the one-broker cluster cl would for a topic of
+// partitions partitions, except that partition noLeader has no leader.
+func metadataWithoutLeader(cl *kfake.Cluster, req *kmsg.MetadataRequest, topic string, partitions, noLeader int32) *kmsg.MetadataResponse {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.Version = req.GetVersion()
+	host, port, _ := net.SplitHostPort(cl.ListenAddrs()[0])
+	p, _ := strconv.Atoi(port)
+	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 0, Host: host, Port: int32(p)}}
+	resp.ControllerID = 0
+	rt := kmsg.NewMetadataResponseTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	for i := range partitions {
+		rp := kmsg.NewMetadataResponseTopicPartition()
+		rp.Partition = i
+		rp.Leader, rp.Replicas, rp.ISR = 0, []int32{0}, []int32{0}
+		if i == noLeader {
+			rp.ErrorCode = kerr.LeaderNotAvailable.Code
+			rp.Leader = -1
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp.Topics = []kmsg.MetadataResponseTopic{rt}
+	return resp
 }
