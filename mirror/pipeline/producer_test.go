@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -70,13 +73,7 @@ func TestProducerAcksInOrderWithOffsets(t *testing.T) {
 		p.AsyncClose()
 	}()
 	next := map[int32]int{}
-	errs := make(chan error, 1)
-	go func() {
-		for pe := range p.Errors() {
-			errs <- pe.Err
-		}
-		close(errs)
-	}()
+	errs := drainErrors(p)
 	for m := range p.Successes() {
 		i := m.Metadata.(int)
 		if i != next[m.Partition] || m.Offset != int64(i) {
@@ -84,8 +81,8 @@ func TestProducerAcksInOrderWithOffsets(t *testing.T) {
 		}
 		next[m.Partition]++
 	}
-	for err := range errs {
-		t.Fatalf("error: %v", err)
+	if e := errs(); len(e) > 0 {
+		t.Fatalf("%d records failed, the first: %v", len(e), e[0])
 	}
 	if next[0] != perPartition || next[1] != perPartition {
 		t.Fatalf("acked %v, want %d per partition", next, perPartition)
@@ -218,4 +215,126 @@ func metadataWithoutLeader(cl *kfake.Cluster, req *kmsg.MetadataRequest, topic s
 	}
 	resp.Topics = []kmsg.MetadataResponseTopic{rt}
 	return resp
+}
+
+// TestProducerAnswerLostAfterTheWrite: the broker writes a Produce request's batches
+// and its answer is lost (the connection closes before it is sent), four times, with up
+// to 5 requests in flight. The producer sends the un-acked batches again with the same
+// sequences; the broker recognises them, so every record is on the partition once, in
+// order, and acked once with the offset it has there.
+func TestProducerAnswerLostAfterTheWrite(t *testing.T) {
+	const perPartition = 3000
+	var produces, lost atomic.Int64
+	var forwarding atomic.Bool
+	var direct *kgo.Client
+	p, cl := newTestProducer(t, 2, 5, func(cl *kfake.Cluster) {
+		cl.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			cl.KeepControl()
+			if forwarding.Load() || produces.Add(1)%25 != 0 || lost.Load() >= 4 {
+				return nil, nil, false // written and answered as usual
+			}
+			// Write it through another connection, then close this one unanswered.
+			forwarding.Store(true)
+			var err error
+			cl.SleepControl(func() {
+				_, err = direct.Broker(0).Request(context.Background(), req)
+			})
+			forwarding.Store(false)
+			if err != nil {
+				t.Errorf("writing the request whose answer is lost: %v", err)
+			}
+			lost.Add(1)
+			return nil, errors.New("the answer is lost"), true
+		})
+		var err error
+		if direct, err = kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(direct.Close)
+	})
+	go func() {
+		for i := range perPartition {
+			for part := int32(0); part < 2; part++ {
+				p.Input() <- &sarama.ProducerMessage{Topic: "t", Partition: part, Value: sarama.StringEncoder(fmt.Sprintf("%0200d", i)), Metadata: i}
+			}
+		}
+		p.AsyncClose()
+	}()
+	errs := drainErrors(p)
+	next := map[int32]int{}
+	for m := range p.Successes() {
+		i := m.Metadata.(int)
+		if i != next[m.Partition] {
+			t.Fatalf("partition %d: record %d acked, want record %d", m.Partition, i, next[m.Partition])
+		}
+		if m.Offset != int64(i) && m.Offset != -1 {
+			t.Fatalf("partition %d: record %d acked at offset %d: written more than once", m.Partition, i, m.Offset)
+		}
+		next[m.Partition]++
+	}
+	if e := errs(); len(e) > 0 {
+		t.Fatalf("%d records failed, the first: %v", len(e), e[0])
+	}
+	if next[0] != perPartition || next[1] != perPartition || lost.Load() < 4 {
+		t.Fatalf("acked %v, want %d per partition; %d answers lost, want 4", next, perPartition, lost.Load())
+	}
+	// What the partitions hold: each record once, in order.
+	for part := int32(0); part < 2; part++ {
+		got := readPartition(t, cl, "t", part, perPartition)
+		for i, v := range got {
+			if want := fmt.Sprintf("%0200d", i); v != want {
+				t.Fatalf("partition %d offset %d holds %.20s..., want record %d: a batch was written twice or lost", part, i, v, i)
+			}
+		}
+	}
+}
+
+// drainErrors takes every error p hands back, so that p never waits on its Errors
+// channel; the function it returns waits until p closed the channel and returns them.
+func drainErrors(p *Producer) func() []error {
+	var errs []error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for pe := range p.Errors() {
+			errs = append(errs, pe.Err)
+		}
+	}()
+	return func() []error {
+		<-done
+		return errs
+	}
+}
+
+// readPartition reads the partition from its start until it has want records, and
+// waits a moment for more; it returns the values it read.
+func readPartition(t *testing.T, cl *kfake.Cluster, topic string, part int32, want int) []string {
+	t.Helper()
+	c, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var vals []string
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for len(vals) < want+1 {
+		fs := c.PollFetches(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		fs.EachRecord(func(r *kgo.Record) { vals = append(vals, string(r.Value)) })
+		if len(vals) >= want && ctx.Err() == nil {
+			// Anything written twice would be in the same fetches: one more short poll.
+			short, cancelShort := context.WithTimeout(ctx, 500*time.Millisecond)
+			c.PollFetches(short).EachRecord(func(r *kgo.Record) { vals = append(vals, string(r.Value)) })
+			cancelShort()
+			break
+		}
+	}
+	if len(vals) != want {
+		t.Fatalf("partition %d holds %d records, want %d", part, len(vals), want)
+	}
+	return vals
 }
