@@ -433,7 +433,17 @@ func TestStopWhileRecordLargerThanBudgetWaits(t *testing.T) {
 		s := r.e.Stats()
 		return s.Records > 500 && s.InFlightBytesPeak > budget*3/4
 	})
+	// The traffic stops and is acked; the target then holds its answers with a few
+	// records of partition 1 in flight, less than the budget, so the claims and the
+	// source's fetches go on. (Were the budget full, the claims would wait with fetched
+	// records untaken, and sarama's consumer would not fetch the large record at all.)
+	stopTraffic()
+	testutil.WaitFor(t, 60*time.Second, "the traffic acked", func() bool { return r.e.Stats().InFlightBytes == 0 })
 	held.Store(true)
+	w.produceTo(t, c.source, 1, 8)
+	testutil.WaitFor(t, 60*time.Second, "records held in flight by the target", func() bool {
+		return r.e.Stats().InFlightBytes > 0
+	})
 	big := bigRecordValue(bigSize)
 	producer, err := kgo.NewClient(kgo.SeedBrokers(c.source.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(1<<20))
@@ -445,7 +455,9 @@ func TestStopWhileRecordLargerThanBudgetWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := r.e.sender.budget
-	testutil.WaitFor(t, 30*time.Second, "the large record to reserve the budget and the others to wait behind it", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the large record to reserve the budget", func() bool { return b.reserved.Load() != 0 })
+	stopTraffic = keepSourceBusy(t, c.source, w, r, 2000)
+	testutil.WaitFor(t, 30*time.Second, "the other partitions' traffic to wait behind it", func() bool {
 		return b.reserved.Load() != 0 && b.waiters.Load() >= 2
 	})
 	stopTraffic()

@@ -72,9 +72,10 @@ func (c *testClusters) testConfig(t testing.TB, mutate ...func(*config.Config)) 
 }
 
 // testMaxInFlightRequests reads KAFKA_MIRROR_TEST_MAX_IN_FLIGHT: set (1..5), every
-// engine test's config sets producer.maxInFlightRequests to it, so that the audited
-// tests run through the pipelined producer (mirror/pipeline) as well, e.g.
-// KAFKA_MIRROR_TEST_MAX_IN_FLIGHT=5 go test ./mirror/ -run 'TestX'. 0 when unset.
+// engine test's config sets producer.maxInFlightRequests to it. The default (5) runs
+// the audited tests through the pipelined producer (mirror/pipeline); 1 runs them
+// through sarama's idempotent producers, e.g.
+// KAFKA_MIRROR_TEST_MAX_IN_FLIGHT=1 go test ./mirror/ -run 'TestX'. 0 when unset.
 func testMaxInFlightRequests(t testing.TB) int {
 	v := os.Getenv("KAFKA_MIRROR_TEST_MAX_IN_FLIGHT")
 	if v == "" {

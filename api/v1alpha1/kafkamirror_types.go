@@ -455,7 +455,7 @@ type ProducerSpec struct {
 	// partition in flight (the engine's own produce path, as Kafka's Java producer),
 	// so a far target moves several batches per round trip; 1 keeps sarama's
 	// idempotent producers, one request per broker in flight. Ignored with delivery
-	// exactlyOnce or noDataLoss false. Default 1.
+	// exactlyOnce or noDataLoss false. Default 5.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 5",message="producer.maxInFlightRequests must be between 1 and 5"
 	MaxInFlightRequests int32 `json:"maxInFlightRequests,omitempty"`

@@ -345,7 +345,7 @@ func TestValidate(t *testing.T) {
 		},
 		"producer maxInFlightRequests": {
 			mutate: func(c *Config) { c.Producer = &Producer{MaxInFlightRequests: 6} },
-			want: []string{"producer.maxInFlightRequests: Invalid value: 6: must be between 1 and 5 (0: the default, 1); " +
+			want: []string{"producer.maxInFlightRequests: Invalid value: 6: must be between 1 and 5 (0: the default, 5); " +
 				"Kafka keeps the idempotence state of the last 5 batches per partition"},
 		},
 		"producer producers negative": {

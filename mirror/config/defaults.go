@@ -23,9 +23,10 @@ const (
 	// MaxProducers bounds producer.producers: each is a client with its own
 	// connection to every target broker.
 	MaxProducers = 16
-	// DefaultMaxInFlightRequests is producer.maxInFlightRequests: sarama's idempotent
-	// producers, one request per broker in flight.
-	DefaultMaxInFlightRequests = 1
+	// DefaultMaxInFlightRequests is producer.maxInFlightRequests: the engine's pipelined
+	// idempotent producers, five batches per partition in flight as Kafka's Java
+	// producer (docs/performance.md "A pipelined idempotent producer").
+	DefaultMaxInFlightRequests = 5
 	// MaxMaxInFlightRequests bounds producer.maxInFlightRequests: Kafka remembers the
 	// last 5 batches of an idempotent producer per partition.
 	MaxMaxInFlightRequests = 5

@@ -183,7 +183,7 @@ type Producer struct {
 	// flight with their idempotence sequences, as Kafka's Java producer does: a far
 	// target moves several batches per partition per round trip. 1 keeps sarama's
 	// idempotent producers (one request per broker in flight). Ignored with delivery
-	// exactlyOnce or noDataLoss false. Default 1.
+	// exactlyOnce or noDataLoss false. Default 5.
 	MaxInFlightRequests int `json:"maxInFlightRequests,omitempty"`
 }
 
