@@ -35,19 +35,20 @@ const (
 // column is a delivery mode the broker faults run in.
 type column struct {
 	exactlyOnce bool
-	// pipelined sets producer.maxInFlightRequests 5 (the engine's pipelined producer).
-	pipelined bool
+	// saramaProducers sets producer.maxInFlightRequests 1: sarama's idempotent
+	// producers rather than the engine's pipelined ones (the default, 5).
+	saramaProducers bool
 }
 
 func (col column) apply(c *config.Config) {
 	if col.exactlyOnce {
 		exactlyOnce(c)
 	}
-	if col.pipelined {
+	if col.saramaProducers {
 		if c.Producer == nil {
 			c.Producer = &config.Producer{}
 		}
-		c.Producer.MaxInFlightRequests = 5
+		c.Producer.MaxInFlightRequests = 1
 	}
 }
 
@@ -65,8 +66,8 @@ func (col column) figures(f map[string]any) map[string]any {
 	if col.exactlyOnce {
 		f["delivery"], f["isolation"] = "exactlyOnce", "read_committed"
 	}
-	if col.pipelined {
-		f["maxInFlightRequests"] = 5
+	if col.saramaProducers {
+		f["maxInFlightRequests"] = 1
 	}
 	return f
 }
@@ -78,8 +79,11 @@ func (col column) figures(f map[string]any) map[string]any {
 func TestSourceLeaderKill9(t *testing.T) { leaderKill9(t, "source", column{}) }
 
 // TestTargetLeaderKill9: kill -9 the broker leading e2e.orders/0 on the target while
-// records flow: produce requests in flight to it get no answer; the engine retries them
-// to the new leader (acks=all, idempotent producer), never exits, loses nothing.
+// records flow: up to five batches per partition in flight to the killed leader when
+// it dies (the pipelined producer, the default); the producer waits for all their
+// answers (connection errors), then sends every un-acked batch again in order, with the
+// same sequences, to the new leader. Zero loss, order per partition, the engine never
+// exits.
 func TestTargetLeaderKill9(t *testing.T) { leaderKill9(t, "target", column{}) }
 
 // TestTargetLeaderKill9ExactlyOnce is TestTargetLeaderKill9 with delivery exactlyOnce:
@@ -89,13 +93,11 @@ func TestTargetLeaderKill9ExactlyOnce(t *testing.T) {
 	leaderKill9(t, "target", column{exactlyOnce: true})
 }
 
-// TestTargetLeaderKill9Pipelined is TestTargetLeaderKill9 with
-// producer.maxInFlightRequests 5: up to five batches per partition in flight to the
-// killed leader when it dies; the pipelined producer waits for all their answers
-// (connection errors), then sends every un-acked batch again in order, with the same
-// sequences, to the new leader. Zero loss, order per partition, the engine never exits.
-func TestTargetLeaderKill9Pipelined(t *testing.T) {
-	leaderKill9(t, "target", column{pipelined: true})
+// TestTargetLeaderKill9SaramaProducers is TestTargetLeaderKill9 with
+// producer.maxInFlightRequests 1: sarama's idempotent producers retry the requests
+// that got no answer to the new leader.
+func TestTargetLeaderKill9SaramaProducers(t *testing.T) {
+	leaderKill9(t, "target", column{saramaProducers: true})
 }
 
 func leaderKill9(t *testing.T, side string, col column) {
@@ -146,10 +148,10 @@ func leaderKill9(t *testing.T, side string, col column) {
 // engine never exits; zero loss; duplicates at most what was in flight.
 func TestTargetRollingRestart(t *testing.T) { rollingRestart(t, column{}) }
 
-// TestTargetRollingRestartPipelined is TestTargetRollingRestart with
-// producer.maxInFlightRequests 5 (the engine's pipelined producer).
-func TestTargetRollingRestartPipelined(t *testing.T) {
-	rollingRestart(t, column{pipelined: true})
+// TestTargetRollingRestartSaramaProducers is TestTargetRollingRestart with
+// producer.maxInFlightRequests 1 (sarama's idempotent producers).
+func TestTargetRollingRestartSaramaProducers(t *testing.T) {
+	rollingRestart(t, column{saramaProducers: true})
 }
 
 // TestTargetRollingRestartExactlyOnce is TestTargetRollingRestart with delivery
