@@ -29,8 +29,9 @@ var ErrTransactionsNotSupported = errors.New("the pipelined producer does not su
 type Options struct {
 	// MaxInFlight is the most batches per partition in flight, 1..MaxInFlight.
 	MaxInFlight int
-	// DeliveryTimeout bounds how long a record may wait for its ack, retries included,
-	// before it is handed back as failed; 0 means a minute.
+	// DeliveryTimeout bounds how long a partition's records are retried, from its first
+	// failure since its last ack, before they are handed back as failed; 0 means a
+	// minute.
 	DeliveryTimeout time.Duration
 	// Backoff returns the wait before the given retry (0 first) of a partition.
 	Backoff func(retries int) time.Duration
@@ -79,6 +80,9 @@ type partition struct {
 	scheduled bool
 	retries   int
 	lastErr   error
+	// failingSince is when the partition's first failure since its last ack came:
+	// producer.deliveryTimeout bounds how long its records are retried from then.
+	failingSince time.Time
 	// renumberFrom is the sequence the batches after a refused one take when the
 	// partition resumes (the broker wrote none of them), -1 when none.
 	renumberFrom int32
@@ -564,6 +568,7 @@ func (p *Producer) lookUpLeader(pt *partition) {
 	}
 	pt.lookingUp = true
 	p.pending++
+	started := time.Now()
 	go func() {
 		leader, err := p.client.Leader(pt.topic, pt.id)
 		p.events <- func() {
@@ -573,6 +578,9 @@ func (p *Producer) lookUpLeader(pt *partition) {
 				return
 			}
 			if err != nil {
+				if pt.failingSince.IsZero() {
+					pt.failingSince = started // the look-up itself retried since then
+				}
 				p.retry(pt, err)
 				p.settle(pt) // schedules the retry: nothing of it is in flight
 				return
@@ -723,6 +731,9 @@ func (p *Producer) refuseTooLarge(pt *partition, b *batch) {
 func (p *Producer) retry(pt *partition, err error) {
 	pt.retrying = true
 	pt.lastErr = err
+	if pt.failingSince.IsZero() {
+		pt.failingSince = time.Now()
+	}
 	// The leader may have moved or its connection closed: look it up again (sarama's
 	// look-up reopens a closed connection) once the partition resumes.
 	pt.leader = nil
@@ -747,6 +758,7 @@ func (p *Producer) settle(pt *partition) {
 			p.successes <- m
 		}
 		pt.retries = 0
+		pt.failingSince = time.Time{}
 	}
 	if pt.failed != nil {
 		if pt.inFlight == 0 {
@@ -757,7 +769,7 @@ func (p *Producer) settle(pt *partition) {
 	if !pt.retrying || pt.inFlight > 0 || pt.scheduled {
 		return
 	}
-	if b := p.firstUnacked(pt); b != nil && time.Since(b.created) > p.opts.DeliveryTimeout {
+	if p.timedOut(pt, time.Now()) {
 		p.failPartition(pt, fmt.Errorf("no ack within the delivery timeout of %v, last error: %w", p.opts.DeliveryTimeout, pt.lastErr))
 		return
 	}
@@ -804,11 +816,19 @@ func (p *Producer) checkTimeouts() {
 			if pt.failed != nil || pt.inFlight > 0 || !pt.retrying {
 				continue
 			}
-			if b := p.firstUnacked(pt); b != nil && now.Sub(b.created) > p.opts.DeliveryTimeout {
+			if p.timedOut(pt, now) {
 				p.failPartition(pt, fmt.Errorf("no ack within the delivery timeout of %v, last error: %w", p.opts.DeliveryTimeout, pt.lastErr))
 			}
 		}
 	}
+}
+
+// timedOut reports whether the stopped partition has records and has been retrying
+// them for longer than the delivery timeout: counted from its first failure since the
+// last ack, as sarama's producer retries for it (kafka.keepLookingForLeaders), so a
+// record sent just before an outage is retried for the whole timeout too.
+func (p *Producer) timedOut(pt *partition, now time.Time) bool {
+	return !pt.failingSince.IsZero() && p.firstUnacked(pt) != nil && now.Sub(pt.failingSince) > p.opts.DeliveryTimeout
 }
 
 // failPartition hands every record of the partition not in flight back with err, and

@@ -338,3 +338,49 @@ func readPartition(t *testing.T, cl *kfake.Cluster, topic string, part int32, wa
 	}
 	return vals
 }
+
+// TestDeliveryTimeoutCountsFromTheFirstFailure: deliveryTimeout bounds how long a record
+// is retried. The target answers the first request after 800 ms, and then every request,
+// with NOT_LEADER: the record is handed back no sooner than the delivery timeout (1 s)
+// after that first failure, not 1 s after it was sent.
+func TestDeliveryTimeoutCountsFromTheFirstFailure(t *testing.T) {
+	var firstFailure atomic.Int64
+	p, _ := newTestProducer(t, 1, 5, func(cl *kfake.Cluster) {
+		cl.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			cl.KeepControl()
+			if firstFailure.Load() == 0 {
+				cl.SleepControl(func() { time.Sleep(800 * time.Millisecond) })
+				firstFailure.Store(time.Now().UnixNano())
+			}
+			r := req.(*kmsg.ProduceRequest)
+			resp := r.ResponseKind().(*kmsg.ProduceResponse)
+			resp.Version = r.Version
+			for _, rt := range r.Topics {
+				st := kmsg.NewProduceResponseTopic()
+				st.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					sp := kmsg.NewProduceResponseTopicPartition()
+					sp.Partition = rp.Partition
+					sp.ErrorCode = kerr.NotLeaderForPartition.Code
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			return resp, nil, true
+		})
+	})
+	p.opts.DeliveryTimeout = time.Second
+	p.Input() <- &sarama.ProducerMessage{Topic: "t", Value: sarama.StringEncoder("x")}
+	select {
+	case pe := <-p.Errors():
+		retried := time.Since(time.Unix(0, firstFailure.Load()))
+		if retried < time.Second {
+			t.Fatalf("handed back %v after the first failure, before the delivery timeout of 1s: %v", retried, pe.Err)
+		}
+	case m := <-p.Successes():
+		t.Fatalf("record %v acked by a target that refuses every request", m)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the record was not handed back within 30s")
+	}
+	p.AsyncClose()
+}
