@@ -19,7 +19,12 @@ func (b *bench) compareRuns(ctx context.Context) error {
 	}
 	n := b.o.records
 	spec := func(name string) engineSpec {
-		return engineSpec{name: name, noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight}
+		s := engineSpec{name: name, noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight}
+		s.maxInFlightRequests = b.o.producerMaxInFlightRequests
+		if name == "baseline" {
+			s.maxInFlightRequests = b.o.baselineMaxInFlightRequests
+		}
+		return s
 	}
 	type trio struct{ engine, baseline, forwarder engineResult }
 	var rounds []trio
