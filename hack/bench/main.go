@@ -241,6 +241,10 @@ func parseOptions(args []string) (options, error) {
 		return o, errors.New("--distance-records, --distance-value-size and --distance-rounds must be positive")
 	case !o.distanceTarget && (!o.distanceSource || o.distanceRTTs[len(o.distanceRTTs)-1] <= 0):
 		return o, errors.New("--distance-target=false needs --distance-source and a last --distance-rtts above 0: no layout is left")
+	case o.producerMaxInFlightRequests < 0 || o.producerMaxInFlightRequests > 5:
+		return o, errors.New("--producer-max-in-flight-requests must be 0 (the default) or 1 to 5")
+	case o.baselineMaxInFlightRequests < 0 || o.baselineMaxInFlightRequests > 5:
+		return o, errors.New("--baseline-producer-max-in-flight-requests must be 0 (the default) or 1 to 5")
 	case o.records <= 0:
 		return o, errors.New("--records must be positive")
 	case o.valueSize <= 0:
