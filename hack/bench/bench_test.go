@@ -96,6 +96,11 @@ func TestParseOptions(t *testing.T) {
 		"engine environment": {args: []string{"--engine-env", "GOGC=200, GOMEMLIMIT=150MiB"}, check: func(o options) bool {
 			return len(o.engineEnv) == 2 && o.engineEnv[0] == "GOGC=200" && o.engineEnv[1] == "GOMEMLIMIT=150MiB"
 		}},
+		"producer settings of the comparison": {args: []string{"--producer-max-in-flight-requests", "5", "--baseline-producer-max-in-flight-requests", "1"}, check: func(o options) bool {
+			return o.producerMaxInFlightRequests == 5 && o.baselineMaxInFlightRequests == 1
+		}},
+		"producer setting out of range":           {args: []string{"--producer-max-in-flight-requests", "6"}, wantErr: "--producer-max-in-flight-requests"},
+		"baseline producer setting out of range":  {args: []string{"--baseline-producer-max-in-flight-requests", "-1"}, wantErr: "--baseline-producer-max-in-flight-requests"},
 		"bad engine environment":                  {args: []string{"--engine-env", "GOGC"}, wantErr: "--engine-env"},
 		"no records":                              {args: []string{"--records", "0"}, wantErr: "--records"},
 		"quick keeps groups rounds that were set": {args: []string{"--quick", "--groups-rounds", "3"}, check: func(o options) bool { return o.groupsRounds == 3 && o.rounds == 1 }},

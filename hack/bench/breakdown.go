@@ -34,6 +34,7 @@ var cpuClasses = []cpuClass{
 		regexp.MustCompile(`mirror\.\(\*stream\)\.ConsumeClaim$|^main\.forwardHandler\.ConsumeClaim$`)},
 	{"ack reader: producer results (engine: tracker, budgets, metrics; forwarder: drain)",
 		regexp.MustCompile(`mirror\.\(\*sender\)\.readAcks$|^main\.forward\.func1$`)},
+	{"pipelined producer (mirror/pipeline): batching, encoding, sending, results", regexp.MustCompile(`mirror/pipeline\.\(\*Producer\)\.run$`)},
 	{"sarama producer: dispatch to partitions", regexp.MustCompile(`sarama\.\(\*(asyncProducer\)\.dispatcher|topicProducer|partitionProducer)`)},
 	{"sarama producer: batching, encoding, sending, results", regexp.MustCompile(`sarama\.\(\*(brokerProducer|asyncProducer\)\.returnSuccesses|produceSet)|sarama\.\(\*Broker\)\.AsyncProduce`)},
 	{"sarama consumer: fetching, decoding", regexp.MustCompile(`sarama\.\(\*(brokerConsumer|partitionConsumer|consumer\))`)},

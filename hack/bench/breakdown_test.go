@@ -85,3 +85,14 @@ func TestBreakdownMarkdown(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyPipelinedProducer: the pipelined producer's goroutine, sarama's request
+// encoding and writing included, is its own row, not sarama's producer's.
+func TestClassifyPipelinedProducer(t *testing.T) {
+	frames := []string{"github.com/IBM/sarama.encode", "github.com/IBM/sarama.(*Broker).AsyncProduce",
+		"github.com/kafka-mirror/kafka-mirror-operator/mirror/pipeline.(*Producer).send",
+		"github.com/kafka-mirror/kafka-mirror-operator/mirror/pipeline.(*Producer).run"}
+	if got := classify(frames); !strings.HasPrefix(got, "pipelined producer") {
+		t.Fatalf("classified as %q, want the pipelined producer's row", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"text/tabwriter"
 )
 
@@ -19,7 +20,12 @@ func (b *bench) compareRuns(ctx context.Context) error {
 	}
 	n := b.o.records
 	spec := func(name string) engineSpec {
-		return engineSpec{name: name, noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight}
+		s := engineSpec{name: name, noDataLoss: true, streams: b.o.streams, maxInFlight: b.o.maxInFlight}
+		s.maxInFlightRequests = b.o.producerMaxInFlightRequests
+		if name == "baseline" {
+			s.maxInFlightRequests = b.o.baselineMaxInFlightRequests
+		}
+		return s
 	}
 	type trio struct{ engine, baseline, forwarder engineResult }
 	var rounds []trio
@@ -39,6 +45,11 @@ func (b *bench) compareRuns(ctx context.Context) error {
 			}
 		}
 		rounds = append(rounds, t)
+	}
+	if b.o.profile {
+		if err := b.compareProfiles(ctx, spec); err != nil {
+			return err
+		}
 	}
 	ratio := func(f func(trio) (float64, float64)) float64 {
 		return medianOf(rounds, func(t trio) float64 {
@@ -67,4 +78,38 @@ func (b *bench) compareRuns(ctx context.Context) error {
 			ratio(func(t trio) (float64, float64) { return float64(row.a(t).MaxAnonRSS), float64(row.b(t).MaxAnonRSS) }))
 	}
 	return tw.Flush()
+}
+
+// compareProfiles runs this checkout's engine profiled at the engine arm's and the
+// baseline arm's producer.maxInFlightRequests (--profile with --baseline-bin: the
+// settings, not the binaries, are compared) and prints their CPU breakdowns side by side.
+func (b *bench) compareProfiles(ctx context.Context, spec func(string) engineSpec) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("while locating the benchmark binary: %w", err)
+	}
+	dir := b.o.out
+	if dir == "" {
+		dir = b.workDir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var bds [2]cpuBreakdown
+	for i, name := range []string{"engine", "baseline"} {
+		prof := filepath.Join(dir, name+"-cpu.prof")
+		bin := []string{self, profiledEngineCommand, "--cpu", prof,
+			"--allocs", filepath.Join(dir, name+"-allocs.prof"), "--heap", filepath.Join(dir, name+"-heap.prof"),
+			"--mutex", filepath.Join(dir, name+"-mutex.prof")}
+		if _, err := b.engineRun(ctx, spec(name), bin, b.o.records, syscall.SIGUSR1); err != nil {
+			return err
+		}
+		if bds[i], err = readBreakdown(ctx, prof); err != nil {
+			return err
+		}
+		b.logf("  %s CPU profile: %s", name, prof)
+	}
+	fmt.Println("\nengine (--producer-max-in-flight-requests) against baseline (--baseline-producer-max-in-flight-requests), both this checkout:")
+	breakdownMarkdown(os.Stdout, bds[0], bds[1], b.o.records)
+	return nil
 }

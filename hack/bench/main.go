@@ -35,16 +35,22 @@ type options struct {
 	// engineMaxInFlightRequests is producer.maxInFlightRequests of the across-regions
 	// engine arm (not the baseline's, whose binary may not know it); 0: the default.
 	engineMaxInFlightRequests int
-	out                       string
-	engineBin                 string
-	baselineBin               string
-	engineEnv                 []string
-	profile                   bool
-	profileFilter             bool
-	quick                     bool
-	skipEngine                bool
-	keepLogs                  bool
-	exactlyOnce               bool
+	// producerMaxInFlightRequests and baselineMaxInFlightRequests are
+	// producer.maxInFlightRequests of the engine and baseline arms of the --baseline-bin
+	// comparison (0: the binary's default), so one binary can be compared with itself at
+	// two settings.
+	producerMaxInFlightRequests int
+	baselineMaxInFlightRequests int
+	out                         string
+	engineBin                   string
+	baselineBin                 string
+	engineEnv                   []string
+	profile                     bool
+	profileFilter               bool
+	quick                       bool
+	skipEngine                  bool
+	keepLogs                    bool
+	exactlyOnce                 bool
 	// kafka is "kfake" (the default) or "real": the MirrorMaker 2 comparison on Apache
 	// Kafka brokers (realkafka.go) instead of the kfake benchmark.
 	kafka    string
@@ -117,6 +123,8 @@ func parseOptions(args []string) (options, error) {
 	darms := fs.String("distance-arms", "", "arms of the across-regions section to run, comma-separated: engine, baseline, sarama, franz-go (default: all; baseline only with --baseline-bin)")
 	dconfigs := fs.String("distance-target-configs", "", "configs of the across-regions target topic, comma-separated KEY=VALUE (for example max.message.bytes=4194304: the engine sizes its batches by it)")
 	fs.IntVar(&o.engineMaxInFlightRequests, "distance-engine-max-in-flight-requests", 0, "producer.maxInFlightRequests of the across-regions engine arm (1-5; above 1 the engine's pipelined producer); 0: the engine's default")
+	fs.IntVar(&o.producerMaxInFlightRequests, "producer-max-in-flight-requests", 0, "with --baseline-bin, producer.maxInFlightRequests of the engine arm (1-5); 0: the engine's default")
+	fs.IntVar(&o.baselineMaxInFlightRequests, "baseline-producer-max-in-flight-requests", 0, "with --baseline-bin, producer.maxInFlightRequests of the baseline arm (1-5; pass the same binary as --engine-bin to compare two settings); 0: the binary's default")
 	fs.BoolVar(&o.distanceSource, "distance-source", true, "also run the across-regions layout with the source as far away as the last --distance-rtts and the target near")
 	fs.BoolVar(&o.distanceTarget, "distance-target", true, "run the across-regions layouts with the target far away; false leaves only the source-far layout, then one per --distance-brokers")
 	fs.StringVar(&o.kafka, "kafka", "kfake", "the brokers: kfake (in-process, the default), or real: two single-broker Apache Kafka clusters (make kafka) with the engine, the bare forwarder and MirrorMaker 2 (make kafka-mm2) in alternating rounds, into docs/benchmarks/mm2-results.*; then --records defaults to 200000, --value-size to 1024 and --rounds to 3")
@@ -233,6 +241,10 @@ func parseOptions(args []string) (options, error) {
 		return o, errors.New("--distance-records, --distance-value-size and --distance-rounds must be positive")
 	case !o.distanceTarget && (!o.distanceSource || o.distanceRTTs[len(o.distanceRTTs)-1] <= 0):
 		return o, errors.New("--distance-target=false needs --distance-source and a last --distance-rtts above 0: no layout is left")
+	case o.producerMaxInFlightRequests < 0 || o.producerMaxInFlightRequests > 5:
+		return o, errors.New("--producer-max-in-flight-requests must be 0 (the default) or 1 to 5")
+	case o.baselineMaxInFlightRequests < 0 || o.baselineMaxInFlightRequests > 5:
+		return o, errors.New("--baseline-producer-max-in-flight-requests must be 0 (the default) or 1 to 5")
 	case o.records <= 0:
 		return o, errors.New("--records must be positive")
 	case o.valueSize <= 0:

@@ -72,6 +72,8 @@ type partition struct {
 	batches []*batch // sealed, un-acked or acked but not yet reported (in order)
 	filling *batch
 	nextSeq int32
+	// sealedLen is the record count of the last sealed batch, the next one's capacity.
+	sealedLen int
 	// inFlight counts this partition's batches in requests not yet answered.
 	inFlight int
 	// retrying is set by a failure a retry can cure: nothing is sent until inFlight
@@ -104,14 +106,22 @@ const (
 )
 
 type batch struct {
-	msgs    []*sarama.ProducerMessage
+	msgs []*sarama.ProducerMessage
+	// recs holds the records by value (one allocation per batch growth rather than one
+	// per record); records points into it, made once the batch is sealed (recs no longer
+	// grows then), for sarama's RecordBatch.
+	recs    []sarama.Record
 	records []*sarama.Record
-	bytes   int
-	first   time.Time // timestamp of the first record (the batch's base timestamp)
-	created time.Time
-	seq     int32
-	state   batchState
-	offset  int64
+	// headers holds every record's header pointers; each record's Headers is a
+	// full-capacity slice of it (a later growth leaves earlier slices on the old array).
+	headers  []*sarama.RecordHeader
+	maxDelta time.Duration // the largest TimestampDelta
+	bytes    int
+	first    time.Time // timestamp of the first record (the batch's base timestamp)
+	created  time.Time
+	seq      int32
+	state    batchState
+	offset   int64
 }
 
 // New makes a Producer over client, whose config gives the acks, timeouts,
@@ -392,55 +402,62 @@ func (p *Producer) add(m *sarama.ProducerMessage) {
 		p.fail(m, pt.failed)
 		return
 	}
-	rec, size, err := record(m)
-	if err != nil {
-		p.fail(m, err)
-		return
-	}
+	size := m.ByteSize(2)
 	pc := &p.conf.Producer
 	if f := pt.filling; f != nil && (f.bytes+size >= pc.MaxMessageBytes || (pc.Flush.MaxMessages > 0 && len(f.msgs) >= pc.Flush.MaxMessages)) {
 		p.seal(pt)
 	}
 	f := pt.filling
-	now := time.Now()
+	var now time.Time
 	ts := m.Timestamp
-	if ts.IsZero() {
-		ts = now
+	if ts.IsZero() || f == nil {
+		now = time.Now()
+		if ts.IsZero() {
+			ts = now
+		}
 	}
 	ts = ts.Truncate(time.Millisecond)
-	if f == nil {
-		f = &batch{first: ts, created: now, bytes: batchOverhead, offset: -1}
+	newBatch := f == nil
+	if newBatch {
+		f = &batch{first: ts, created: now, bytes: batchOverhead, offset: -1,
+			msgs: make([]*sarama.ProducerMessage, 0, pt.sealedLen), recs: make([]sarama.Record, 0, pt.sealedLen)}
+	}
+	rec := sarama.Record{TimestampDelta: ts.Sub(f.first), OffsetDelta: int64(len(f.msgs))}
+	if err := f.record(&rec, m); err != nil {
+		p.fail(m, err)
+		return
+	}
+	if newBatch {
 		pt.filling = f
 	}
-	rec.TimestampDelta = ts.Sub(f.first)
-	rec.OffsetDelta = int64(len(f.records))
+	f.maxDelta = max(f.maxDelta, rec.TimestampDelta)
 	f.msgs = append(f.msgs, m)
-	f.records = append(f.records, rec)
+	f.recs = append(f.recs, rec)
 	f.bytes += size
 }
 
-// record encodes m's key, value and headers as a record, and its size as the engine
-// counts it (sarama's ByteSize for record batches).
-func record(m *sarama.ProducerMessage) (*sarama.Record, int, error) {
-	rec := &sarama.Record{}
+// record encodes m's key, value and headers into rec (its size is m.ByteSize(2), as
+// the engine counts it: sarama's ByteSize for record batches).
+func (f *batch) record(rec *sarama.Record, m *sarama.ProducerMessage) error {
 	var err error
 	if m.Key != nil {
 		if rec.Key, err = m.Key.Encode(); err != nil {
-			return nil, 0, err
+			return err
 		}
 	}
 	if m.Value != nil {
 		if rec.Value, err = m.Value.Encode(); err != nil {
-			return nil, 0, err
+			return err
 		}
 	}
-	if len(m.Headers) > 0 {
-		rec.Headers = make([]*sarama.RecordHeader, len(m.Headers))
+	if n := len(m.Headers); n > 0 {
+		start := len(f.headers)
 		for i := range m.Headers {
-			rec.Headers[i] = &m.Headers[i]
+			f.headers = append(f.headers, &m.Headers[i])
 		}
+		rec.Headers = f.headers[start : start+n : start+n]
 	}
-	return rec, m.ByteSize(2), nil
+	return nil
 }
 
 // seal closes the partition's filling batch and gives it the next sequences.
@@ -450,6 +467,11 @@ func (p *Producer) seal(pt *partition) {
 		return
 	}
 	pt.filling = nil
+	pt.sealedLen = len(f.msgs)
+	f.records = make([]*sarama.Record, len(f.recs))
+	for i := range f.recs {
+		f.records[i] = &f.recs[i]
+	}
 	f.seq = pt.nextSeq
 	pt.nextSeq = addSeq(pt.nextSeq, len(f.msgs))
 	pt.batches = append(pt.batches, f)
@@ -612,16 +634,12 @@ func (p *Producer) send(r *request) {
 
 // recordBatch builds the wire batch of b with the producer's ID, epoch and b's sequence.
 func (p *Producer) recordBatch(b *batch) *sarama.RecordBatch {
-	var maxDelta time.Duration
-	for _, r := range b.records {
-		maxDelta = max(maxDelta, r.TimestampDelta)
-	}
 	return &sarama.RecordBatch{
 		Version:          2,
 		Codec:            p.conf.Producer.Compression,
 		CompressionLevel: p.conf.Producer.CompressionLevel,
 		FirstTimestamp:   b.first,
-		MaxTimestamp:     b.first.Add(maxDelta),
+		MaxTimestamp:     b.first.Add(b.maxDelta),
 		LastOffsetDelta:  int32(len(b.records) - 1),
 		ProducerID:       p.producerID,
 		ProducerEpoch:    p.epoch,

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -383,4 +384,91 @@ func TestDeliveryTimeoutCountsFromTheFirstFailure(t *testing.T) {
 		t.Fatal("the record was not handed back within 30s")
 	}
 	p.AsyncClose()
+}
+
+// TestProducerKeepsKeysHeadersAndTimestamps: the records a batch carries are written
+// as they were handed over (key, value, headers by value, timestamp to the millisecond,
+// or the send time when unset), batches of several records sharing the per-batch
+// record and header storage, across many batches of a 4 KiB cap.
+func TestProducerKeepsKeysHeadersAndTimestamps(t *testing.T) {
+	const n = 600
+	p, cl := newTestProducer(t, 1, 5, nil)
+	base := time.UnixMilli(1_700_000_000_000)
+	want := make([]*sarama.ProducerMessage, n)
+	start := time.Now().Truncate(time.Millisecond)
+	go func() {
+		for i := range n {
+			m := &sarama.ProducerMessage{Topic: "t", Value: sarama.StringEncoder(fmt.Sprintf("value-%d-%0100d", i, i))}
+			if i%5 != 0 {
+				m.Key = sarama.StringEncoder(fmt.Sprintf("key-%d", i))
+			}
+			for h := range i % 4 {
+				m.Headers = append(m.Headers, sarama.RecordHeader{Key: fmt.Appendf(nil, "h%d", h), Value: fmt.Appendf(nil, "%d-%d", i, h)})
+			}
+			if i%7 != 0 {
+				// Timestamps out of order within a batch, with sub-millisecond parts.
+				m.Timestamp = base.Add(time.Duration(i%13)*time.Second - time.Duration(i%3)*time.Minute + 123*time.Microsecond)
+			}
+			want[i] = m
+			p.Input() <- m
+		}
+		p.AsyncClose()
+	}()
+	errs := drainErrors(p)
+	acked := 0
+	for range p.Successes() {
+		acked++
+	}
+	if e := errs(); len(e) > 0 {
+		t.Fatalf("%d records failed, the first: %v", len(e), e[0])
+	}
+	if acked != n {
+		t.Fatalf("%d acked, want %d", acked, n)
+	}
+	end := time.Now()
+	c, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.ConsumeTopics("t"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []*kgo.Record
+	for len(got) < n {
+		fs := c.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("after %d records: %v", len(got), err)
+		}
+		got = append(got, fs.Records()...)
+	}
+	for i, r := range got[:n] {
+		m := want[i]
+		wantKey, _ := encoded(m.Key)
+		wantValue, _ := encoded(m.Value)
+		if r.Offset != int64(i) || !bytes.Equal(r.Key, wantKey) || !bytes.Equal(r.Value, wantValue) {
+			t.Fatalf("record %d: offset %d key %q value %q, want key %q value %q", i, r.Offset, r.Key, r.Value, wantKey, wantValue)
+		}
+		if len(r.Headers) != len(m.Headers) {
+			t.Fatalf("record %d: %d headers, want %d", i, len(r.Headers), len(m.Headers))
+		}
+		for h, rh := range r.Headers {
+			if rh.Key != string(m.Headers[h].Key) || !bytes.Equal(rh.Value, m.Headers[h].Value) {
+				t.Fatalf("record %d header %d: %q=%q, want %q=%q", i, h, rh.Key, rh.Value, m.Headers[h].Key, m.Headers[h].Value)
+			}
+		}
+		if m.Timestamp.IsZero() {
+			if r.Timestamp.Before(start) || r.Timestamp.After(end) {
+				t.Fatalf("record %d: timestamp %v, want the send time between %v and %v", i, r.Timestamp, start, end)
+			}
+		} else if !r.Timestamp.Equal(m.Timestamp.Truncate(time.Millisecond)) {
+			t.Fatalf("record %d: timestamp %v, want %v", i, r.Timestamp, m.Timestamp.Truncate(time.Millisecond))
+		}
+	}
+}
+
+func encoded(e sarama.Encoder) ([]byte, error) {
+	if e == nil {
+		return nil, nil
+	}
+	return e.Encode()
 }
