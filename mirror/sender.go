@@ -312,9 +312,9 @@ func (s *sender) acked(o *outMsg, now time.Time) *outMsg {
 	p := o.part
 	p.records.Add(1)
 	p.bytes.Add(o.size)
-	p.latency.Observe(now.Sub(o.readAt).Seconds())
+	p.latency.observe(now.Sub(o.readAt))
 	if !o.sourceTime.IsZero() {
-		p.age.Observe(max(now.Sub(o.sourceTime).Seconds(), 0))
+		p.age.observe(max(now.Sub(o.sourceTime), 0))
 	}
 	if s.syncs != nil && o.msg.Offset >= 0 {
 		s.syncs.observe(p, o.tracker, o.sourceOffset, o.msg.Offset)
