@@ -340,7 +340,9 @@ type ackRun struct {
 // add counts o, acked by the target at now, in the run; o must be of the run's
 // tracker unless the run is empty.
 func (r *ackRun) add(o *outMsg, now time.Time) {
-	r.part, r.tracker = o.part, o.tracker
+	if len(r.tickets) == 0 {
+		r.part, r.tracker = o.part, o.tracker
+	}
 	r.tickets = append(r.tickets, o.ticket)
 	r.bytes += o.size
 	r.budgeted += o.budgeted
