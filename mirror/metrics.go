@@ -37,15 +37,17 @@ const (
 
 var partitionLabels = []string{"topic", "partition"}
 
-// metrics holds the engine's Prometheus metrics. Per-partition counters and gauges are
-// read from partitionState at scrape time (a Collector), so the hot path updates plain
-// atomics; only the two histograms are observed per record.
+// metrics holds the engine's Prometheus metrics. Per-partition counters, gauges and the
+// two histograms are read from partitionState at scrape time (a Collector), so the hot
+// path updates plain atomics (durationHistogram for the histograms).
 type metrics struct {
-	recordAge  *prometheus.HistogramVec
-	latency    *prometheus.HistogramVec
-	sendErrors prometheus.Counter
-	commits    prometheus.Counter
-	rebalances prometheus.Counter
+	// recordAge and latency describe the per-partition histograms, ageBuckets and
+	// latencyBuckets are their buckets.
+	recordAge, latency         *prometheus.Desc
+	ageBuckets, latencyBuckets *durationBuckets
+	sendErrors                 prometheus.Counter
+	commits                    prometheus.Counter
+	rebalances                 prometheus.Counter
 	// listenerErrors counts failures of the rebalance listener (errors, panics, calls
 	// past the listener timeout), which the handler package contains and never returns.
 	listenerErrors prometheus.Counter
@@ -59,19 +61,12 @@ func newMetrics() *metrics {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, partitionLabels, nil)
 	}
-	// Record age spans seconds (live mirroring) to days (catching up a backlog).
-	ageBuckets := prometheus.ExponentialBuckets(0.005, 4, 14)
 	return &metrics{
-		recordAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    metricAge,
-			Help:    "Time from a source record's timestamp to the target's ack of its copy.",
-			Buckets: ageBuckets,
-		}, partitionLabels),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    metricLatency,
-			Help:    "Time from reading a source record to the target's ack of its copy.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-		}, partitionLabels),
+		recordAge: d(metricAge, "Time from a source record's timestamp to the target's ack of its copy."),
+		latency:   d(metricLatency, "Time from reading a source record to the target's ack of its copy."),
+		// Record age spans seconds (live mirroring) to days (catching up a backlog).
+		ageBuckets:     newDurationBuckets(prometheus.ExponentialBuckets(0.005, 4, 14)),
+		latencyBuckets: newDurationBuckets(prometheus.ExponentialBuckets(0.001, 2, 16)),
 		sendErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: metricSendErrors, Help: "Records whose send to the target finally failed.",
 		}),
@@ -102,7 +97,7 @@ func newMetrics() *metrics {
 
 func (m *metrics) register(r prometheus.Registerer, parts *partitionRegistry, budget *inFlightBudget) error {
 	for _, c := range []prometheus.Collector{
-		m.recordAge, m.latency, m.sendErrors, m.commits, m.rebalances, m.listenerErrors,
+		m.sendErrors, m.commits, m.rebalances, m.listenerErrors,
 		&partitionCollector{m: m, parts: parts},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: metricInFlightB,
@@ -125,7 +120,8 @@ type partitionCollector struct {
 // Describe sends the per-partition descriptors.
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.m.records, c.m.bytes, c.m.filtered, c.m.skipped,
-		c.m.inFlight, c.m.committed, c.m.lag, c.m.waiting, c.m.resumed, c.m.recreated, c.m.loopDropped} {
+		c.m.inFlight, c.m.committed, c.m.lag, c.m.waiting, c.m.resumed, c.m.recreated, c.m.loopDropped,
+		c.m.recordAge, c.m.latency} {
 		ch <- d
 	}
 }
@@ -159,5 +155,7 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		if s.Assigned && s.HighWatermark >= 0 && s.Committed >= 0 {
 			gauge(c.m.lag, s.Lag)
 		}
+		ch <- p.age.metric(c.m.recordAge, c.m.ageBuckets, lv...)
+		ch <- p.latency.metric(c.m.latency, c.m.latencyBuckets, lv...)
 	}
 }

@@ -3,12 +3,10 @@ package mirror
 import (
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/IBM/sarama"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kafka-mirror/kafka-mirror-operator/mirror/offsets"
 )
@@ -17,8 +15,8 @@ import (
 // as long as the engine, across assignments, so that counters never go backwards; the
 // tracker and claim are set while this process owns the partition.
 //
-// The hot path touches only atomics and the two histogram children looked up once here,
-// never a map keyed by topic name.
+// The hot path touches only atomics (the two histograms included), never a map keyed
+// by topic name.
 type partitionState struct {
 	topic     string
 	partition int32
@@ -47,8 +45,10 @@ type partitionState struct {
 	probing atomic.Bool
 	idleAt  atomic.Int64
 
-	age     prometheus.Observer
-	latency prometheus.Observer
+	// age and latency are the partition's record age and replication latency
+	// histograms (metricAge, metricLatency).
+	age     *durationHistogram
+	latency *durationHistogram
 
 	// syncs is the partition's offset sync state on the ack path (offsetSyncWriter).
 	syncs partitionSyncs
@@ -258,12 +258,11 @@ func (r *partitionRegistry) get(topic string, partition int32) *partitionState {
 	if p, ok := r.parts[k]; ok {
 		return p
 	}
-	labels := prometheus.Labels{"topic": topic, "partition": strconv.Itoa(int(partition))}
 	p := &partitionState{
 		topic:     topic,
 		partition: partition,
-		age:       r.m.recordAge.With(labels),
-		latency:   r.m.latency.With(labels),
+		age:       newDurationHistogram(r.m.ageBuckets),
+		latency:   newDurationHistogram(r.m.latencyBuckets),
 	}
 	p.committed.Store(-1)
 	p.idleAt.Store(-1)

@@ -273,6 +273,12 @@ const ackClockReuse = 256
 // The clock is read once per burst rather than once per record (it was 2% of the
 // engine's CPU): when the results channel was empty before a receive, and at least
 // every ackClockReuse acks. Results waiting behind the first arrived no later than it.
+//
+// Acks are handed over a run at a time (ackRun): the results of a produce response
+// come a partition after the other, and a run of one partition's acks takes its
+// tracker's lock, its counters and histograms and the two budgets once. A run ends
+// before the reader waits for more results, so no ack is held back while the producer
+// is idle, and a drain or a commit waits for nothing but the target.
 func (s *sender) readAcks(producer sarama.AsyncProducer) {
 	errsDone := make(chan struct{})
 	go func() {
@@ -284,10 +290,12 @@ func (s *sender) readAcks(producer sarama.AsyncProducer) {
 	succ := producer.Successes()
 	var now time.Time
 	reuse := 0
+	run := &ackRun{tickets: make([]offsets.Ticket, 0, outFreeBatch)}
 	freed := make([]*outMsg, 0, outFreeBatch)
 	for {
 		if len(succ) == 0 {
 			reuse = 0
+			run.end(s)
 		}
 		m, ok := <-succ
 		if !ok {
@@ -297,32 +305,71 @@ func (s *sender) readAcks(producer sarama.AsyncProducer) {
 			now, reuse = time.Now(), ackClockReuse
 		}
 		reuse--
-		if freed = append(freed, s.acked(m.Metadata.(*outMsg), now)); len(freed) == cap(freed) {
+		o := m.Metadata.(*outMsg)
+		if o.tracker != run.tracker || len(run.tickets) == cap(run.tickets) {
+			run.end(s)
+		}
+		if s.syncs != nil && o.msg.Offset >= 0 {
+			s.syncs.observe(o.part, o.tracker, o.sourceOffset, o.msg.Offset)
+		}
+		run.add(o, now)
+		o.reset()
+		if freed = append(freed, o); len(freed) == cap(freed) {
 			s.free.give(freed)
 			clear(freed)
 			freed = freed[:0]
 		}
 	}
+	run.end(s)
 	<-errsDone
 }
 
-// acked counts o as acked by the target at now and gives its offset to the tracker. It
-// returns o reset, for reuse.
-func (s *sender) acked(o *outMsg, now time.Time) *outMsg {
-	p := o.part
-	p.records.Add(1)
-	p.bytes.Add(o.size)
-	p.latency.Observe(now.Sub(o.readAt).Seconds())
+// ackRun is a run of acked records of one tracker (one source partition's assignment),
+// not yet handed to it: their tickets, and what they add to the partition's counters
+// and histograms and give back to the in-flight budgets.
+type ackRun struct {
+	part     *partitionState
+	tracker  *offsets.Tracker
+	tickets  []offsets.Ticket
+	bytes    int64
+	budgeted int64
+	latency  durationCounts
+	age      durationCounts
+}
+
+// add counts o, acked by the target at now, in the run; o must be of the run's
+// tracker unless the run is empty.
+func (r *ackRun) add(o *outMsg, now time.Time) {
+	if len(r.tickets) == 0 {
+		r.part, r.tracker = o.part, o.tracker
+	}
+	r.tickets = append(r.tickets, o.ticket)
+	r.bytes += o.size
+	r.budgeted += o.budgeted
+	r.latency.observe(o.part.latency, now.Sub(o.readAt))
 	if !o.sourceTime.IsZero() {
-		p.age.Observe(max(now.Sub(o.sourceTime).Seconds(), 0))
+		r.age.observe(o.part.age, max(now.Sub(o.sourceTime), 0))
 	}
-	if s.syncs != nil && o.msg.Offset >= 0 {
-		s.syncs.observe(p, o.tracker, o.sourceOffset, o.msg.Offset)
+}
+
+// end hands the run to its partition and tracker and gives its share of the budgets
+// back, in the order a single ack did: counters first, then the tracker (the commit
+// point moves), then the budgets (the claims may read more).
+func (r *ackRun) end(s *sender) {
+	n := int64(len(r.tickets))
+	if n == 0 {
+		return
 	}
-	o.tracker.Ack(o.ticket)
-	s.release(o)
-	o.reset()
-	return o
+	p := r.part
+	p.records.Add(n)
+	p.bytes.Add(r.bytes)
+	p.latency.add(&r.latency)
+	p.age.add(&r.age)
+	r.tracker.AckAll(r.tickets)
+	s.records.release(n)
+	s.budget.release(r.budgeted)
+	r.tickets = r.tickets[:0]
+	r.part, r.tracker, r.bytes, r.budgeted = nil, nil, 0, 0
 }
 
 // sendFailed stops the engine: the record stays un-acked, so no commit passes it, and

@@ -933,7 +933,7 @@ func (t *txnClaim) commit() error {
 	c.tracker.Ack(t.ticket)
 	c.part.records.Add(acked)
 	c.part.bytes.Add(bytes)
-	c.part.latency.Observe(time.Since(t.started).Seconds())
+	c.part.latency.observe(time.Since(t.started))
 	e.txn.committed.Add(1)
 	return nil
 }

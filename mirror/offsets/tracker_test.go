@@ -389,3 +389,85 @@ func TestWaitForRoomHysteresis(t *testing.T) {
 		t.Fatal("the reader was not released below resume")
 	}
 }
+
+// TestAckAllMatchesAck checks that acking runs of tickets under one lock moves the
+// commit point, the in-flight count and the done count exactly as acking them one by
+// one does, with runs in random order, duplicate and unknown tickets among them, and a
+// waiter woken by a run.
+func TestAckAllMatchesAck(t *testing.T) {
+	tests := map[string]struct {
+		fanOut func(r *rand.Rand) int
+		order  func(r *rand.Rand, acks []sent)
+	}{
+		"in order":                {fanOut: one, order: func(*rand.Rand, []sent) {}},
+		"random order":            {fanOut: one, order: shuffle},
+		"reversed with drops":     {fanOut: func(r *rand.Rand) int { return r.IntN(2) }, order: reverse},
+		"fan out 1 to N shuffled": {fanOut: func(r *rand.Rand) int { return r.IntN(4) }, order: shuffle},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(2, uint64(len(name))))
+			single, batched := New(16), New(16)
+			var acks []sent
+			for off := int64(0); off < 3000; off++ {
+				n := tc.fanOut(r)
+				tk := single.Add(off, n)
+				if tk2 := batched.Add(off, n); tk2 != tk {
+					t.Fatalf("tickets differ: %d and %d", tk, tk2)
+				}
+				for range n {
+					acks = append(acks, sent{off, tk})
+				}
+			}
+			tc.order(r, acks)
+			for len(acks) > 0 {
+				run := acks[:min(len(acks), 1+r.IntN(200))]
+				acks = acks[len(run):]
+				tks := make([]Ticket, 0, len(run)+2)
+				wantDone := 0
+				for _, a := range run {
+					tks = append(tks, a.ticket)
+					if single.Ack(a.ticket) {
+						wantDone++
+					}
+				}
+				// Unknown tickets are ignored, as by Ack.
+				tks = append(tks, Ticket(1<<40), tks[0])
+				if single.Ack(tks[0]) {
+					wantDone++
+				}
+				if got := batched.AckAll(tks); got != wantDone {
+					t.Fatalf("AckAll done %d records, Ack one by one %d", got, wantDone)
+				}
+				if got, want := mustPoint(t, batched), mustPoint(t, single); got != want {
+					t.Fatalf("commit point %d after AckAll, %d after Ack", got, want)
+				}
+				if got, want := batched.InFlight(), single.InFlight(); got != want {
+					t.Fatalf("in flight %d after AckAll, %d after Ack", got, want)
+				}
+			}
+			if got := batched.InFlight(); got != 0 {
+				t.Fatalf("in flight after all acks = %d, want 0", got)
+			}
+		})
+	}
+	t.Run("wakes a waiter", func(t *testing.T) {
+		tr := New(16)
+		var tks []Ticket
+		for off := range int64(10) {
+			tks = append(tks, tr.Add(off, 1))
+		}
+		woken := make(chan error, 1)
+		go func() { woken <- tr.WaitBelow(context.Background(), 1) }()
+		time.Sleep(10 * time.Millisecond) // let it wait; it returns correctly either way
+		tr.AckAll(tks)
+		select {
+		case err := <-woken:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the waiter was not woken by AckAll")
+		}
+	})
+}
