@@ -99,29 +99,10 @@ func (t *Tracker) grow() {
 func (t *Tracker) Ack(tk Ticket) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := uint64(tk)
-	if s < t.head || s >= t.tail {
+	if !t.ackLocked(tk) {
 		return false
 	}
-	e := &t.ring[s&t.mask]
-	if e.pending <= 0 {
-		return false
-	}
-	e.pending--
-	if e.pending > 0 {
-		return false
-	}
-	t.live.Add(-1)
-	for t.head != t.tail && t.ring[t.head&t.mask].pending == 0 {
-		t.head++
-	}
-	if t.waitBelow > 0 && int(t.live.Load()) < t.waitBelow {
-		t.waitBelow = 0
-		select {
-		case t.signal <- struct{}{}:
-		default:
-		}
-	}
+	t.doneLocked(1)
 	return true
 }
 
@@ -133,22 +114,35 @@ func (t *Tracker) AckAll(tks []Ticket) int {
 	defer t.mu.Unlock()
 	done := 0
 	for _, tk := range tks {
-		s := uint64(tk)
-		if s < t.head || s >= t.tail {
-			continue
-		}
-		e := &t.ring[s&t.mask]
-		if e.pending <= 0 {
-			continue
-		}
-		if e.pending--; e.pending == 0 {
+		if t.ackLocked(tk) {
 			done++
 		}
 	}
-	if done == 0 {
-		return 0
+	if done > 0 {
+		t.doneLocked(done)
 	}
-	t.live.Add(-int64(done))
+	return done
+}
+
+// ackLocked counts one acked output of tk's record and reports whether that was its
+// last; unknown and already done tickets are ignored. Called under mu.
+func (t *Tracker) ackLocked(tk Ticket) bool {
+	s := uint64(tk)
+	if s < t.head || s >= t.tail {
+		return false
+	}
+	e := &t.ring[s&t.mask]
+	if e.pending <= 0 {
+		return false
+	}
+	e.pending--
+	return e.pending == 0
+}
+
+// doneLocked takes n records that were just done out of the live count, moves the head
+// past the done records and wakes a waiter whose bound is now met. Called under mu.
+func (t *Tracker) doneLocked(n int) {
+	t.live.Add(-int64(n))
 	for t.head != t.tail && t.ring[t.head&t.mask].pending == 0 {
 		t.head++
 	}
@@ -159,7 +153,6 @@ func (t *Tracker) AckAll(tks []Ticket) int {
 		default:
 		}
 	}
-	return done
 }
 
 // CommitPoint returns the offset to commit: the smallest un-acked offset, or the last
